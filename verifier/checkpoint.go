@@ -1,0 +1,262 @@
+package verifier
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	fnote "github.com/transparency-dev/formats/note"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Errors. Every error returned by this half of the package for bytes that do
+// not verify matches exactly one of ErrMalformed and ErrSecurity with
+// [errors.Is]; the finer sentinels below each match ErrSecurity as well.
+// Errors that match neither are caller mistakes (a nil policy, checkpoints of
+// two different logs compared with each other).
+var (
+	// ErrMalformed means the input is not in the format it claims to be:
+	// nothing about it was verified.
+	ErrMalformed = errors.New("malformed input")
+
+	// ErrSecurity means the input is well formed but does not verify under
+	// the policy: it must not be trusted. A *[ForkError] matches it too.
+	ErrSecurity = errors.New("security error")
+
+	// ErrLogSignature means a checkpoint carries no valid signature from a
+	// log of the policy whose origin is the checkpoint's origin.
+	ErrLogSignature error = securityError("no valid signature from a log of the policy for the checkpoint origin")
+
+	// ErrInvalidSignature means a signature line names a key of the policy
+	// but the signature does not verify: the note was altered or the key
+	// holder misbehaved.
+	ErrInvalidSignature error = securityError("invalid signature from a key of the policy")
+
+	// ErrQuorum means the valid witness cosignatures do not satisfy the
+	// policy's quorum.
+	ErrQuorum error = securityError("witness quorum not met")
+
+	// ErrInclusion means an inclusion proof does not prove the leaf at its
+	// index under the checkpoint's root.
+	ErrInclusion error = securityError("inclusion proof does not verify")
+
+	// ErrConsistency means a consistency proof does not prove that the
+	// larger tree extends the smaller one.
+	ErrConsistency error = securityError("consistency proof does not verify")
+)
+
+// securityError is a sentinel that also matches ErrSecurity.
+type securityError string
+
+func (e securityError) Error() string        { return string(e) }
+func (e securityError) Is(target error) bool { return target == ErrSecurity }
+
+// maxCheckpointSize bounds a signed checkpoint: the note text plus up to 100
+// signature lines (the most note.Open reads), ML-DSA-44 cosignatures being the
+// largest at about 3.3 kB each.
+const maxCheckpointSize = 512 << 10
+
+var errMalformedCheckpoint = fmt.Errorf("%w: malformed checkpoint", ErrMalformed)
+
+// Checkpoint is a [C2SP tlog-checkpoint] that opened under a [Policy]: the
+// log's signature for its origin verified and its witness cosignatures met the
+// quorum.
+//
+// [C2SP tlog-checkpoint]: https://c2sp.org/tlog-checkpoint
+type Checkpoint struct {
+	Origin string            // first line: the log's identity
+	Size   uint64            // number of leaves in the tree
+	Hash   [sha256.Size]byte // RFC 6962 root hash of the tree at Size
+
+	// Extensions are the note text lines after the root hash, without their
+	// newlines. They are covered by the log's signature and by Ed25519
+	// cosignatures, but witnesses make no statement about them.
+	Extensions []string
+
+	// LogKey is the vkey of the policy log whose signature verified (the
+	// first one, when several did).
+	LogKey string
+
+	// Cosignatures are the verified cosignatures of policy witnesses, in the
+	// order of the signature lines. Signatures from keys the policy does not
+	// know are ignored, as c2sp.org/signed-note requires.
+	Cosignatures []Cosignature
+
+	// Raw is the signed checkpoint exactly as it was opened.
+	Raw []byte
+}
+
+// Cosignature is a verified [C2SP tlog-cosignature] on a checkpoint.
+//
+// [C2SP tlog-cosignature]: https://c2sp.org/tlog-cosignature
+type Cosignature struct {
+	Witness string    // the witness's name in the policy
+	KeyName string    // the key name on the signature line
+	KeyHash uint32    // the key ID on the signature line
+	Time    time.Time // the signed timestamp, in UTC, to the second
+}
+
+// OpenCheckpoint verifies a signed checkpoint under policy p and parses it.
+//
+// The checkpoint must be a valid signed note of at most 512 KiB whose text
+// follows c2sp.org/tlog-checkpoint exactly: a non-empty origin line, the tree
+// size in decimal without leading zeroes, the canonical base64 of a 32-byte
+// root hash (for size 0, the hash of the empty string), then optional
+// non-empty extension lines. Then:
+//
+//   - a log of p whose origin is the checkpoint's origin must have signed it,
+//     or the error matches [ErrLogSignature];
+//   - every signature line that names a key of p must verify, or the error
+//     matches [ErrInvalidSignature];
+//   - the witnesses whose cosignatures verified must satisfy p's quorum, or
+//     the error matches [ErrQuorum].
+//
+// Signature lines from keys p does not know are ignored. Cosignature
+// timestamps are reported, not judged: no clock is consulted.
+func OpenCheckpoint(p *Policy, signed []byte) (*Checkpoint, error) {
+	c, err := openCheckpoint(p, signed)
+	if err != nil {
+		return nil, fmt.Errorf("verifier: %w", err)
+	}
+	return c, nil
+}
+
+func openCheckpoint(p *Policy, signed []byte) (*Checkpoint, error) {
+	if p == nil || p.verifiers == nil {
+		return nil, errors.New("no policy")
+	}
+	if len(signed) > maxCheckpointSize {
+		return nil, errMalformedCheckpoint
+	}
+	n, err := note.Open(signed, p.verifiers)
+	var invalid *note.InvalidSignatureError
+	var unverified *note.UnverifiedNoteError
+	switch {
+	case errors.As(err, &invalid):
+		return nil, fmt.Errorf("%w: %s (key ID %08x)", ErrInvalidSignature, invalid.Name, invalid.Hash)
+	case errors.As(err, &unverified):
+		// The note parsed, but no signature is from a key of the policy.
+		if _, perr := parseCheckpointText(unverified.Note.Text); perr != nil {
+			return nil, perr
+		}
+		return nil, ErrLogSignature
+	case err != nil:
+		return nil, errMalformedCheckpoint
+	}
+	c, err := parseCheckpointText(n.Text)
+	if err != nil {
+		return nil, err
+	}
+	cosigned := make([]bool, len(p.witnesses))
+	for _, s := range n.Sigs {
+		who := p.signers[keyID{s.Name, s.Hash}]
+		switch who.kind {
+		case componentLog:
+			l := p.logs[who.index]
+			if l.Origin == c.Origin && c.LogKey == "" {
+				c.LogKey = l.VKey
+			}
+		case componentWitness:
+			t, err := fnote.CoSigV1Timestamp(s)
+			if err != nil || t.Unix() < 0 {
+				// The timestamp is covered by the signature that just
+				// verified, but lies beyond 2^63-1, which the spec forbids.
+				return nil, fmt.Errorf("%w: cosignature from %s has an out-of-range timestamp", ErrMalformed, s.Name)
+			}
+			cosigned[who.index] = true
+			c.Cosignatures = append(c.Cosignatures, Cosignature{
+				Witness: p.witnesses[who.index].Name,
+				KeyName: s.Name,
+				KeyHash: s.Hash,
+				Time:    t.UTC(),
+			})
+		}
+	}
+	if c.LogKey == "" {
+		return nil, fmt.Errorf("%w: origin %q", ErrLogSignature, c.Origin)
+	}
+	if !p.quorumMet(cosigned) {
+		return nil, fmt.Errorf("%w: policy quorum %q, valid cosignatures from %s", ErrQuorum, p.Quorum(), cosignerList(c.Cosignatures))
+	}
+	c.Raw = bytes.Clone(signed)
+	return c, nil
+}
+
+func cosignerList(cs []Cosignature) string {
+	if len(cs) == 0 {
+		return "no witness"
+	}
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Witness
+	}
+	return strings.Join(names, ", ")
+}
+
+// parseCheckpointText parses the text of a checkpoint note (everything before
+// the blank line that starts the signatures, final newline included).
+func parseCheckpointText(text string) (*Checkpoint, error) {
+	rest, ok := strings.CutSuffix(text, "\n")
+	if !ok {
+		return nil, errMalformedCheckpoint
+	}
+	lines := strings.Split(rest, "\n")
+	if len(lines) < 3 {
+		return nil, errMalformedCheckpoint
+	}
+	for _, l := range lines {
+		if l == "" {
+			return nil, errMalformedCheckpoint
+		}
+	}
+	c := &Checkpoint{Origin: lines[0]}
+	if c.Size, ok = parseDecimal(lines[1]); !ok {
+		return nil, errMalformedCheckpoint
+	}
+	h, ok := decodeHash(lines[2])
+	if !ok {
+		return nil, errMalformedCheckpoint
+	}
+	c.Hash = h
+	if c.Size == 0 && !bytes.Equal(h[:], rfc6962.DefaultHasher.EmptyRoot()) {
+		return nil, errMalformedCheckpoint
+	}
+	if len(lines) > 3 {
+		c.Extensions = lines[3:]
+	}
+	return c, nil
+}
+
+// formatCheckpointText is the inverse of parseCheckpointText.
+func formatCheckpointText(c *Checkpoint) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n%d\n%s\n", c.Origin, c.Size, base64.StdEncoding.EncodeToString(c.Hash[:]))
+	for _, e := range c.Extensions {
+		b.WriteString(e + "\n")
+	}
+	return b.String()
+}
+
+// decodeHash decodes the canonical standard base64 of a 32-byte hash.
+func decodeHash(s string) ([sha256.Size]byte, bool) {
+	var h [sha256.Size]byte
+	if len(s) != base64.StdEncoding.EncodedLen(sha256.Size) {
+		return h, false
+	}
+	var buf [sha256.Size + 1]byte // DecodedLen of 44 characters
+	n, err := base64.StdEncoding.Strict().Decode(buf[:], []byte(s))
+	if err != nil || n != sha256.Size {
+		return h, false
+	}
+	copy(h[:], buf[:n])
+	// Strict decoding still skips CR and LF; re-encoding catches them.
+	if base64.StdEncoding.EncodeToString(h[:]) != s {
+		return h, false
+	}
+	return h, true
+}
