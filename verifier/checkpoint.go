@@ -30,7 +30,7 @@ var (
 
 	// ErrLogSignature means a checkpoint carries no valid signature from a
 	// log of the policy whose origin is the checkpoint's origin.
-	ErrLogSignature error = securityError("no valid signature from a log of the policy for the checkpoint origin")
+	ErrLogSignature error = securityError("checkpoint not signed by a log of the policy")
 
 	// ErrInvalidSignature means a signature line names a key of the policy
 	// but the signature does not verify: the note was altered or the key
@@ -56,12 +56,18 @@ type securityError string
 func (e securityError) Error() string        { return string(e) }
 func (e securityError) Is(target error) bool { return target == ErrSecurity }
 
+// malformedError is a uniform parser error that matches ErrMalformed.
+type malformedError string
+
+func (e malformedError) Error() string        { return string(e) }
+func (e malformedError) Is(target error) bool { return target == ErrMalformed }
+
 // maxCheckpointSize bounds a signed checkpoint: the note text plus up to 100
 // signature lines (the most note.Open reads), ML-DSA-44 cosignatures being the
 // largest at about 3.3 kB each.
 const maxCheckpointSize = 512 << 10
 
-var errMalformedCheckpoint = fmt.Errorf("%w: malformed checkpoint", ErrMalformed)
+var errMalformedCheckpoint error = malformedError("malformed checkpoint")
 
 // Checkpoint is a [C2SP tlog-checkpoint] that opened under a [Policy]: the
 // log's signature for its origin verified and its witness cosignatures met the
@@ -144,7 +150,7 @@ func openCheckpoint(p *Policy, signed []byte) (*Checkpoint, error) {
 		if _, perr := parseCheckpointText(unverified.Note.Text); perr != nil {
 			return nil, perr
 		}
-		return nil, ErrLogSignature
+		return nil, fmt.Errorf("%w: origin %q", ErrLogSignature, unverifiedOrigin(unverified.Note.Text))
 	case err != nil:
 		return nil, errMalformedCheckpoint
 	}
@@ -185,6 +191,11 @@ func openCheckpoint(p *Policy, signed []byte) (*Checkpoint, error) {
 	}
 	c.Raw = bytes.Clone(signed)
 	return c, nil
+}
+
+func unverifiedOrigin(text string) string {
+	origin, _, _ := strings.Cut(text, "\n")
+	return origin
 }
 
 func cosignerList(cs []Cosignature) string {

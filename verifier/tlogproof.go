@@ -21,7 +21,7 @@ const (
 	maxInclusionPath = 64
 )
 
-var errMalformedProof = fmt.Errorf("%w: malformed tlog proof", ErrMalformed)
+var errMalformedProof error = malformedError("malformed tlog proof")
 
 // InclusionProof is a parsed [C2SP tlog-proof]: an offline proof that the leaf
 // at Index is in the tree of a signed checkpoint.
