@@ -1,0 +1,229 @@
+package receipts
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gowebpki/jcs"
+)
+
+// Fuzz targets for every parser of outside bytes in this package. Each
+// checks, beyond "no panic": canonical bytes are a fixed point (parse →
+// canonical → parse gives the same canonical bytes), and no mutation of a
+// signed vector is both accepted and different from the original.
+
+func addJSONSeeds(f *testing.F) {
+	for _, glob := range []string{"jcs-cyberphone/input/*.json", "trace-spec-jcs-ed25519/0*.json", "eccr-draft/*.json", "emilia-amem/*.json", "apertomemory/*.json", "agentrust-telemetry-evidence-chain/fixtures/*/*.json"} {
+		files, _ := filepath.Glob(filepath.Join(vectorsDir, glob))
+		for _, file := range files {
+			if b, err := os.ReadFile(file); err == nil && len(b) < 64<<10 {
+				f.Add(b)
+			}
+		}
+	}
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":"\ud800"}`, `[1e1000]`, `-0`, `{"a":9007199254740993}`, "\"\xff\"", `{"\u00e9":"\ud83d\ude00"}`} {
+		f.Add([]byte(s))
+	}
+}
+
+func FuzzCanonical(f *testing.F) {
+	addJSONSeeds(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		v, err := parseJSON(in, 1<<12)
+		if err != nil {
+			return
+		}
+		got := appendCanonical(nil, &v)
+		want, err := jcs.Transform(in)
+		if err != nil {
+			t.Fatalf("strict reader accepted %q but the reference JCS refused it: %v", in, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("canonical(%q) = %q, reference %q", in, got, want)
+		}
+		v2, err := parseJSON(got, 1<<12)
+		if err != nil {
+			t.Fatalf("canonical output %q does not re-parse: %v", got, err)
+		}
+		if again := appendCanonical(nil, &v2); !bytes.Equal(again, got) {
+			t.Fatalf("canonical form is not a fixed point: %q then %q", got, again)
+		}
+	})
+}
+
+func FuzzParseProjectionRecord(f *testing.F) {
+	v := loadEmilia(f)
+	f.Add([]byte(v.Projection.Record))
+	orig, err := ParseProjectionRecord(v.Projection.Record)
+	if err != nil {
+		f.Fatal(err)
+	}
+	pins, _ := ParseAdapterPins(v.AdapterPin)
+	now, _ := ParseTimestamp(v.VerificationPolicy.VerificationTime)
+	f.Add(orig.Canonical())
+	f.Add(bytes.Replace(orig.Canonical(), []byte(`"position":1`), []byte(`"position":0`), 1))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r, err := ParseProjectionRecord(in)
+		if err != nil {
+			if ErrorCode(err) == "" {
+				t.Fatalf("refusal without a code: %v", err)
+			}
+			return
+		}
+		r2, err := ParseProjectionRecord(r.Canonical())
+		if err != nil || !bytes.Equal(r2.Canonical(), r.Canonical()) {
+			t.Fatalf("canonical record does not re-parse to itself: %v", err)
+		}
+		if VerifyProjectionSignature(r, pins, now) == nil && !bytes.Equal(r.Canonical(), orig.Canonical()) {
+			t.Fatalf("mutated record verifies: %s", r.Canonical())
+		}
+	})
+}
+
+func FuzzParseCompaction(f *testing.F) {
+	var vec eccrVector
+	vec.Envelope = readVector(f, "eccr-draft/eccr-v1-draft-vector.json")
+	full, _ := parseJSON(vec.Envelope, 100)
+	env, _ := full.get("envelope")
+	envBytes := appendCanonical(nil, env)
+	f.Add(envBytes)
+	orig, err := ParseCompaction(envBytes)
+	if err != nil {
+		f.Fatal(err)
+	}
+	seed, _ := hex.DecodeString("2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a")
+	pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+	f.Add(bytes.Replace(envBytes, []byte(`"source_item_count":62`), []byte(`"source_item_count":62.0`), 1))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, err := ParseCompaction(in)
+		if err != nil {
+			if ErrorCode(err) == "" {
+				t.Fatalf("refusal without a code: %v", err)
+			}
+			return
+		}
+		c2, err := ParseCompaction(c.Canonical())
+		if err != nil || !bytes.Equal(c2.Canonical(), c.Canonical()) {
+			t.Fatalf("canonical ECCR does not re-parse to itself: %v", err)
+		}
+		if c.VerifySignatureWithKey(pub) == nil && !bytes.Equal(c.Canonical(), orig.Canonical()) {
+			t.Fatalf("mutated ECCR verifies: %s", c.Canonical())
+		}
+	})
+}
+
+func FuzzParseTombstone(f *testing.F) {
+	seed := make([]byte, 32)
+	priv := ed25519.NewKeyFromSeed(seed)
+	pub := priv.Public().(ed25519.PublicKey)
+	orig, err := SignTombstone(&Tombstone{TombstoneID: "urn:uuid:0", ItemDigest: Digest(nil), PurgedAt: 1, Reason: "owner_request"}, priv)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(orig.Canonical())
+	f.Fuzz(func(t *testing.T, in []byte) {
+		ts, err := ParseTombstone(in)
+		if err != nil {
+			return
+		}
+		ts2, err := ParseTombstone(ts.Canonical())
+		if err != nil || !bytes.Equal(ts2.Canonical(), ts.Canonical()) {
+			t.Fatalf("canonical tombstone does not re-parse to itself: %v", err)
+		}
+		if ts.VerifySignatureWithKey(pub) == nil && !bytes.Equal(ts.Canonical(), orig.Canonical()) {
+			t.Fatalf("mutated tombstone verifies: %s", ts.Canonical())
+		}
+	})
+}
+
+func FuzzParseManifest(f *testing.F) {
+	mf, _ := NewManifest([]ManifestItem{{ItemDigest: Digest([]byte("a")), Sensitivity: "PUBLIC", ExpiresAt: 5}, {ItemDigest: Digest([]byte("b")), Sensitivity: "INTERNAL"}})
+	f.Add(mf.Canonical())
+	f.Add([]byte(`{"manifest_version":"1.0","items":[]}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		m, err := ParseManifest(in)
+		if err != nil {
+			return
+		}
+		m2, err := ParseManifest(m.Canonical())
+		if err != nil || m2.Root() != m.Root() || !bytes.Equal(m2.Canonical(), m.Canonical()) {
+			t.Fatalf("canonical manifest does not re-parse to itself: %v", err)
+		}
+		for i := range m.Items {
+			p, err := m.InclusionProof(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &Compaction{SourceItemsMerkleRoot: m.Root(), SourceItemCount: int64(len(m.Items))}
+			if err := VerifySourceInclusion(c, m.Items[i].Leaf(), uint64(i), p); err != nil {
+				t.Fatalf("item %d: %v", i, err)
+			}
+		}
+	})
+}
+
+func FuzzParseSubmission(f *testing.F) {
+	_, priv, _ := GenerateKey()
+	mf, _ := NewManifest([]ManifestItem{{ItemDigest: Digest([]byte("a")), Sensitivity: "PUBLIC"}})
+	c, _ := SignCompaction(&Compaction{EventID: "urn:uuid:1", SourceItemsMerkleRoot: mf.Root(), SourceItemCount: 1, CompactedOutputHash: Digest(nil), InheritedSensitivityCeiling: "PUBLIC", RetentionPurgeEpoch: 1, TombstoneBloomFilterB64: EmptyBloomFilter}, priv)
+	f.Add([]byte(`{"eccr":` + string(c.Canonical()) + `,"manifest":` + string(mf.Canonical()) + `}`))
+	f.Add([]byte(loadEmilia(f).Projection.Record))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		s, err := ParseSubmission(in)
+		if err != nil {
+			if ErrorCode(err) == "" {
+				t.Fatalf("refusal without a code: %v", err)
+			}
+			return
+		}
+		if _, err := ParseReceipt(s.Receipt.Canonical()); err != nil {
+			t.Fatalf("accepted receipt does not re-parse: %v", err)
+		}
+	})
+}
+
+func FuzzParseTrust(f *testing.F) {
+	fx := loadEmilia(f)
+	pins, _ := ParseAdapterPins(fx.AdapterPin)
+	pub, _, _ := GenerateKey()
+	tr := &Trust{Adapters: pins, Compactors: Keyring{KeyID(pub): {PublicKey: pub, KID: KeyID(pub), ValidFrom: time.Unix(1, 0)}}, Issuers: Keyring{}, Freshness: DefaultFreshness, Lattice: DefaultLattice}
+	f.Add(MarshalTrust(tr))
+	f.Add([]byte(fx.AdapterPin))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if tr, err := ParseTrust(in); err == nil {
+			if _, err := ParseTrust(MarshalTrust(tr)); err != nil {
+				t.Fatalf("marshalled trust file does not re-parse: %v", err)
+			}
+		}
+		if pins, err := ParseAdapterPins(in); err == nil {
+			for _, p := range pins {
+				if _, err := ParseAdapterPins(MarshalAdapterPin(p)); err != nil {
+					t.Fatalf("marshalled pin does not re-parse: %v", err)
+				}
+			}
+		}
+	})
+}
+
+func FuzzParseBloomFilter(f *testing.F) {
+	f.Add(EmptyBloomFilter)
+	g := NewBloomFilter(3, 0.01)
+	g.Add(DigestBytes(Digest(nil)))
+	f.Add(g.Encode())
+	f.Add("base64url_bloom_8B_A8f3_91b0")
+	f.Fuzz(func(t *testing.T, s string) {
+		bf, err := ParseBloomFilter(s)
+		if err != nil {
+			return
+		}
+		if bf.Encode() != s {
+			t.Fatalf("Encode(Parse(%q)) = %q", s, bf.Encode())
+		}
+		bf.Contains(DigestBytes(Digest([]byte(s))))
+	})
+}

@@ -1,0 +1,286 @@
+package receipts
+
+import (
+	"crypto/ed25519"
+	"strconv"
+	"time"
+)
+
+// ProjectionVersion is the @version of a Memory Projection Record v1.
+const ProjectionVersion = "MEMORY-PROJECTION-RECORD-v1"
+
+// projectionDomain is prefixed, with one zero octet, to the canonical record
+// (without proof) to form the signed bytes.
+const projectionDomain = "MEMORY-PROJECTION-RECORD-v1"
+
+// MaxProjectionRecordSize caps the input to ParseProjectionRecord. A logged
+// record must also have a canonical form of at most MaxLeafSize bytes.
+const MaxProjectionRecordSize = 1 << 20
+
+// MaxDelivered caps the delivered entries of one record, as the v1 schema
+// does.
+const MaxDelivered = 65535
+
+// Closed enumerations of MEMORY-PROJECTION-RECORD-v1.
+var (
+	DerivedTrustValues = []string{"self", "trusted", "unverified"}
+	AuthorshipValues   = []string{"signed", "attested", "unknown"}
+	ExclusionReasons   = []string{"authentication_failed", "schema_invalid", "policy_filtered", "context_limit"}
+	NonclaimNames      = []string{"model_use", "action_linkage", "action_authorization", "execution_outcome"}
+)
+
+// NotEstablished is the only value a nonclaim may take.
+const NotEstablished = "NOT_ESTABLISHED"
+
+// A ProjectionRecord is a parsed, structurally valid Memory Projection
+// Record v1. Times are kept both parsed and as written, because the signed
+// bytes carry the text.
+type ProjectionRecord struct {
+	SourceProfile    string
+	ProjectionID     string
+	CreatedAt        time.Time
+	CreatedAtText    string
+	Adapter          AdapterRef
+	SelectionContext SelectionContext
+	Delivered        []DeliveredEntry
+	Exclusions       Exclusions
+	Projection       ProjectionCommitment
+	Nonclaims        map[string]string // the four nonclaims as written
+	Proof            ProjectionProof
+
+	signed    []byte // the signed bytes: domain || 0x00 || JCS(record without proof)
+	canonical []byte // JCS(record), the log leaf
+}
+
+// AdapterRef names the producing adapter and its key.
+type AdapterRef struct {
+	ID    string
+	KeyID string
+}
+
+// SelectionContext holds the commitments to the selection inputs.
+type SelectionContext struct {
+	RecallRequestDigest   string
+	SelectionPolicyDigest string
+	TrustSnapshotDigest   string
+	TrustEvaluatedAt      time.Time
+	TrustEvaluatedAtText  string
+	ContextFrameProfile   string
+}
+
+// DeliveredEntry is one selected source object and its context fragment.
+type DeliveredEntry struct {
+	Position              int64
+	FormatVersion         int64
+	SealedObjectDigest    string
+	ContextFragmentDigest string
+	DerivedTrust          string
+	Authorship            string
+	AuthorKeyIDB64u       *string // nil when the source profile resolved no author
+	CustodyPresent        bool
+}
+
+// Exclusions counts the excluded candidates by closed reason.
+type Exclusions struct {
+	Total    int64
+	ByReason map[string]int64
+}
+
+// ProjectionCommitment commits to the complete projection bytes.
+type ProjectionCommitment struct {
+	Encoding   string
+	ByteLength int64
+	Digest     string
+}
+
+// ProjectionProof is the record's signature.
+type ProjectionProof struct {
+	Alg          string
+	KeyID        string
+	Signature    []byte
+	SignatureB64 string
+}
+
+// SignedBytes returns the bytes the adapter signed:
+// "MEMORY-PROJECTION-RECORD-v1" || 0x00 || JCS(record without proof).
+func (r *ProjectionRecord) SignedBytes() []byte { return r.signed }
+
+// Canonical returns JCS(record), proof included: the record's log leaf.
+func (r *ProjectionRecord) Canonical() []byte { return r.canonical }
+
+var (
+	projectionMembers = []string{"@version", "source_profile", "projection_id", "created_at", "adapter",
+		"selection_context", "delivered", "exclusions", "projection", "nonclaims", "proof"}
+	adapterMembers          = []string{"id", "key_id"}
+	selectionContextMembers = []string{"recall_request_digest", "selection_policy_digest", "trust_snapshot_digest",
+		"trust_evaluated_at", "context_frame_profile"}
+	deliveredMembers = []string{"position", "object", "context_fragment_digest", "derived_trust", "authorship",
+		"author_key_id_b64u", "custody_present"}
+	objectMembers           = []string{"format_version", "sealed_object_digest"}
+	exclusionsMembers       = []string{"total", "by_reason"}
+	projectionCommitMembers = []string{"encoding", "byte_length", "digest"}
+	proofMembers            = []string{"alg", "key_id", "signature_b64u"}
+)
+
+// maxShortString caps the free-text members (profiles, key ids).
+const maxShortString = 1024
+
+// ParseProjectionRecord parses data as a Memory Projection Record v1 and
+// checks everything that needs no key, material or clock, in this order:
+//
+//  1. strict I-JSON, exact member sets at every level, member types, the
+//     closed enumerations, timestamps, digests and base64url
+//     (CodeRecordInvalid);
+//  2. delivered positions are 0, 1, 2, ... in order (CodeDeliveredOrderInvalid);
+//  3. exclusions.total is the sum of the reasons (CodeExclusionCountMismatch);
+//  4. every nonclaim is NOT_ESTABLISHED (CodeNonclaimInvalid).
+//
+// The signature is checked by VerifyProjectionSignature.
+func ParseProjectionRecord(data []byte) (*ProjectionRecord, error) {
+	if len(data) > MaxProjectionRecordSize {
+		return nil, refuse(CodeTooLarge, "", "record is %d bytes, more than the %d allowed", len(data), MaxProjectionRecordSize)
+	}
+	tree, err := parseJSON(data, MaxDelivered)
+	if err != nil {
+		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
+	}
+	return projectionFromTree(&tree)
+}
+
+func projectionFromTree(tree *value) (*ProjectionRecord, error) {
+	d := &decoder{code: CodeRecordInvalid}
+	r := &ProjectionRecord{}
+	top := d.object(tree, "", projectionMembers, nil)
+	d.constant(top, "", "@version", ProjectionVersion)
+	r.SourceProfile = d.boundedString(top, "", "source_profile", maxShortString)
+	r.ProjectionID = d.uri(top, "", "projection_id")
+	r.CreatedAt, r.CreatedAtText = d.timestamp(top, "", "created_at")
+
+	ad := d.object(d.member(top, "adapter"), "adapter", adapterMembers, nil)
+	r.Adapter.ID = d.uri(ad, "adapter", "id")
+	r.Adapter.KeyID = d.boundedString(ad, "adapter", "key_id", maxShortString)
+
+	sc := d.object(d.member(top, "selection_context"), "selection_context", selectionContextMembers, nil)
+	r.SelectionContext.RecallRequestDigest = d.digest(sc, "selection_context", "recall_request_digest")
+	r.SelectionContext.SelectionPolicyDigest = d.digest(sc, "selection_context", "selection_policy_digest")
+	r.SelectionContext.TrustSnapshotDigest = d.digest(sc, "selection_context", "trust_snapshot_digest")
+	r.SelectionContext.TrustEvaluatedAt, r.SelectionContext.TrustEvaluatedAtText = d.timestamp(sc, "selection_context", "trust_evaluated_at")
+	r.SelectionContext.ContextFrameProfile = d.boundedString(sc, "selection_context", "context_frame_profile", maxShortString)
+
+	dl := d.member(top, "delivered")
+	if d.err == nil && dl.kind != kindArray {
+		d.fail("delivered", "must be an array, not %s", dl.kind)
+	}
+	if d.err == nil {
+		r.Delivered = make([]DeliveredEntry, len(dl.elems))
+		for i := range dl.elems {
+			path := "delivered[" + strconv.Itoa(i) + "]"
+			decodeDelivered(d, &dl.elems[i], path, &r.Delivered[i])
+			if d.err != nil {
+				break
+			}
+		}
+	}
+
+	ex := d.object(d.member(top, "exclusions"), "exclusions", exclusionsMembers, nil)
+	r.Exclusions.Total = d.integer(ex, "exclusions", "total", 0, maxSafeInteger)
+	br := d.object(d.member(ex, "by_reason"), "exclusions.by_reason", ExclusionReasons, nil)
+	if d.err == nil {
+		r.Exclusions.ByReason = make(map[string]int64, len(ExclusionReasons))
+		for _, reason := range ExclusionReasons {
+			r.Exclusions.ByReason[reason] = d.integer(br, "exclusions.by_reason", reason, 0, maxSafeInteger)
+		}
+	}
+
+	pc := d.object(d.member(top, "projection"), "projection", projectionCommitMembers, nil)
+	d.constant(pc, "projection", "encoding", "utf-8")
+	r.Projection.Encoding = "utf-8"
+	r.Projection.ByteLength = d.integer(pc, "projection", "byte_length", 0, maxSafeInteger)
+	r.Projection.Digest = d.digest(pc, "projection", "digest")
+
+	nc := d.object(d.member(top, "nonclaims"), "nonclaims", NonclaimNames, nil)
+	if d.err == nil {
+		r.Nonclaims = make(map[string]string, len(NonclaimNames))
+		for _, name := range NonclaimNames {
+			r.Nonclaims[name] = d.str(nc, "nonclaims", name)
+		}
+	}
+
+	pf := d.object(d.member(top, "proof"), "proof", proofMembers, nil)
+	r.Proof.Alg = d.str(pf, "proof", "alg")
+	if d.err == nil && r.Proof.Alg != "Ed25519" {
+		d.fail("proof.alg", "must be \"Ed25519\"")
+	}
+	r.Proof.KeyID = d.boundedString(pf, "proof", "key_id", maxShortString)
+	r.Proof.SignatureB64 = d.str(pf, "proof", "signature_b64u")
+	if d.err == nil {
+		sig, ok := decodeB64u(r.Proof.SignatureB64)
+		if !ok || len(sig) != ed25519.SignatureSize {
+			d.fail("proof.signature_b64u", "must be the unpadded base64url of a 64-byte Ed25519 signature")
+		}
+		r.Proof.Signature = sig
+	}
+	if d.err == nil && r.Proof.KeyID != r.Adapter.KeyID {
+		d.fail("proof.key_id", "must equal adapter.key_id")
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+
+	// Rules over the whole record, each with its own code.
+	for i := range r.Delivered {
+		if r.Delivered[i].Position != int64(i) {
+			return nil, refuse(CodeDeliveredOrderInvalid, "delivered["+strconv.Itoa(i)+"].position",
+				"is %d; positions must be 0, 1, 2, ... in order", r.Delivered[i].Position)
+		}
+	}
+	var sum int64
+	for _, reason := range ExclusionReasons {
+		sum += r.Exclusions.ByReason[reason]
+	}
+	if sum != r.Exclusions.Total {
+		return nil, refuse(CodeExclusionCountMismatch, "exclusions.total", "is %d but the reasons sum to %d", r.Exclusions.Total, sum)
+	}
+	for _, name := range NonclaimNames {
+		if r.Nonclaims[name] != NotEstablished {
+			return nil, refuse(CodeNonclaimInvalid, "nonclaims."+name, "must be %q", NotEstablished)
+		}
+	}
+
+	r.signed = make([]byte, 0, len(projectionDomain)+1+1024)
+	r.signed = append(r.signed, projectionDomain...)
+	r.signed = append(r.signed, 0)
+	r.signed = appendCanonicalObject(r.signed, tree.members, "proof")
+	r.canonical = appendCanonical(make([]byte, 0, len(r.signed)+128), tree)
+	return r, nil
+}
+
+func decodeDelivered(d *decoder, v *value, path string, e *DeliveredEntry) {
+	o := d.object(v, path, deliveredMembers, nil)
+	e.Position = d.integer(o, path, "position", 0, maxSafeInteger)
+	obj := d.object(d.member(o, "object"), path+".object", objectMembers, nil)
+	e.FormatVersion = d.integer(obj, path+".object", "format_version", 1, maxSafeInteger)
+	e.SealedObjectDigest = d.digest(obj, path+".object", "sealed_object_digest")
+	e.ContextFragmentDigest = d.digest(o, path, "context_fragment_digest")
+	e.DerivedTrust = d.str(o, path, "derived_trust")
+	if d.err == nil && !contains(DerivedTrustValues, e.DerivedTrust) {
+		d.fail(path+".derived_trust", "must be one of \"self\", \"trusted\", \"unverified\"")
+	}
+	e.Authorship = d.str(o, path, "authorship")
+	if d.err == nil && !contains(AuthorshipValues, e.Authorship) {
+		d.fail(path+".authorship", "must be one of \"signed\", \"attested\", \"unknown\"")
+	}
+	ak := d.member(o, "author_key_id_b64u")
+	if d.err == nil {
+		switch {
+		case ak.kind == kindNull:
+			e.AuthorKeyIDB64u = nil
+		case ak.kind == kindString && len(ak.str) >= 2 && len(ak.str) <= maxShortString && isB64u(ak.str):
+			s := ak.str
+			e.AuthorKeyIDB64u = &s
+		default:
+			d.fail(path+".author_key_id_b64u", "must be null or unpadded base64url of at least 2 characters")
+		}
+	}
+	e.CustodyPresent = d.boolean(o, path, "custody_present")
+}

@@ -1,0 +1,40 @@
+package receipts
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// vectorsDir is the shared vector folder beside the checkout.
+const vectorsDir = "../../shared/vectors"
+
+func readVector(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(vectorsDir, path))
+	if err != nil {
+		t.Fatalf("shared vectors are missing (they must sit beside the checkout as ../shared): %v", err)
+	}
+	return b
+}
+
+// emiliaVectors is the part of memory-projection-record.v1.vectors.json the
+// receipts tests use; the full §7 run lives in the verifier.
+type emiliaVectors struct {
+	AdapterPin         json.RawMessage `json:"adapter_pin"`
+	VerificationPolicy struct {
+		VerificationTime string `json:"verification_time"`
+	} `json:"verification_policy"`
+	Projection struct {
+		Record json.RawMessage `json:"record"`
+	} `json:"projection"`
+}
+
+func loadEmilia(t testing.TB) emiliaVectors {
+	var v emiliaVectors
+	if err := json.Unmarshal(readVector(t, "emilia-amem/memory-projection-record.v1.vectors.json"), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
