@@ -47,7 +47,8 @@ func appendCanonical(buf []byte, v *value) []byte {
 // appendCanonicalObject appends the JCS form of an object made of members,
 // leaving out the member named omit (when omit is not empty).
 func appendCanonicalObject(buf []byte, members []member, omit string) []byte {
-	order := sortedMembers(members)
+	var small [16]int
+	order := sortedMembers(members, small[:0])
 	buf = append(buf, '{')
 	first := true
 	for _, i := range order {
@@ -66,13 +67,39 @@ func appendCanonicalObject(buf []byte, members []member, omit string) []byte {
 	return append(buf, '}')
 }
 
-// sortedMembers returns the indexes of members in JCS order.
-func sortedMembers(members []member) []int {
+// appendCanonicalPair appends JCS(object) to full and JCS(object without
+// the member omit) to partial in one pass: each member is encoded once and
+// copied. It returns both buffers.
+func appendCanonicalPair(full, partial []byte, members []member, omit string) ([]byte, []byte) {
 	var small [16]int
-	order := small[:0]
-	if len(members) > len(small) {
-		order = make([]int, 0, len(members))
+	order := sortedMembers(members, small[:0])
+	full = append(full, '{')
+	partial = append(partial, '{')
+	firstFull, firstPartial := true, true
+	for _, i := range order {
+		m := &members[i]
+		if !firstFull {
+			full = append(full, ',')
+		}
+		firstFull = false
+		start := len(full)
+		full = appendCanonicalString(full, m.name)
+		full = append(full, ':')
+		full = appendCanonical(full, &m.val)
+		if m.name == omit {
+			continue
+		}
+		if !firstPartial {
+			partial = append(partial, ',')
+		}
+		firstPartial = false
+		partial = append(partial, full[start:]...)
 	}
+	return append(full, '}'), append(partial, '}')
+}
+
+// sortedMembers appends to order the indexes of members in JCS order.
+func sortedMembers(members []member, order []int) []int {
 	for i := range members {
 		order = append(order, i)
 	}

@@ -91,8 +91,7 @@ func compactionFromTree(tree *value) (*Compaction, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	c.signed = appendCanonicalObject(make([]byte, 0, 512), tree.members, "signature")
-	c.canonical = appendCanonical(make([]byte, 0, 768), tree)
+	c.canonical, c.signed = appendCanonicalPair(make([]byte, 0, 768), make([]byte, 0, 512), tree.members, "signature")
 	return c, nil
 }
 

@@ -1,9 +1,11 @@
 package receipts
 
 import (
+	"bytes"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // This file holds the strict I-JSON (RFC 7493) reader shared by every
@@ -99,13 +101,22 @@ type parser struct {
 	data       []byte
 	off        int
 	maxMembers int // per object and per array
+	// Scratch stacks: members and elements of the containers being parsed
+	// collect here and are copied out once, exactly sized, when their
+	// container closes.
+	mstack []member
+	vstack []value
 }
 
 // parseJSON parses data, which must hold exactly one JSON value (optionally
 // surrounded by whitespace). maxMembers caps the members of any one object
 // and the elements of any one array.
 func parseJSON(data []byte, maxMembers int) (value, error) {
-	p := parser{data: data, maxMembers: maxMembers}
+	// Strings without escapes are views into one private copy of the input
+	// rather than one allocation each; the copy keeps the tree independent
+	// of the caller's buffer.
+	data = bytes.Clone(data)
+	p := parser{data: data, maxMembers: maxMembers, mstack: make([]member, 0, 32)}
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
@@ -178,6 +189,8 @@ func (p *parser) object(depth int) (value, error) {
 		p.off++
 		return v, nil
 	}
+	base := len(p.mstack)
+	defer func() { p.mstack = p.mstack[:base] }()
 	var seen map[string]struct{}
 	for {
 		p.skipSpace()
@@ -191,9 +204,10 @@ func (p *parser) object(depth int) (value, error) {
 		}
 		// Duplicate names are refused: linear scan for the small objects
 		// receipts are made of, a set for large ones.
-		if len(v.members) < 16 {
-			for i := range v.members {
-				if v.members[i].name == name {
+		cur := p.mstack[base:]
+		if len(cur) < 16 {
+			for i := range cur {
+				if cur[i].name == name {
 					p.off = start
 					return value{}, p.errorf("duplicate member " + strconv.Quote(name))
 				}
@@ -201,8 +215,8 @@ func (p *parser) object(depth int) (value, error) {
 		} else {
 			if seen == nil {
 				seen = make(map[string]struct{}, 32)
-				for i := range v.members {
-					seen[v.members[i].name] = struct{}{}
+				for i := range cur {
+					seen[cur[i].name] = struct{}{}
 				}
 			}
 			if _, dup := seen[name]; dup {
@@ -211,7 +225,7 @@ func (p *parser) object(depth int) (value, error) {
 			}
 			seen[name] = struct{}{}
 		}
-		if len(v.members) >= p.maxMembers {
+		if len(cur) >= p.maxMembers {
 			return value{}, p.errorf("object has more than " + strconv.Itoa(p.maxMembers) + " members")
 		}
 		p.skipSpace()
@@ -224,7 +238,7 @@ func (p *parser) object(depth int) (value, error) {
 		if err != nil {
 			return value{}, err
 		}
-		v.members = append(v.members, member{name: name, val: val})
+		p.mstack = append(p.mstack, member{name: name, val: val})
 		p.skipSpace()
 		if p.off >= len(p.data) {
 			return value{}, p.errorf("unexpected end of input in an object")
@@ -234,6 +248,7 @@ func (p *parser) object(depth int) (value, error) {
 			p.off++
 		case '}':
 			p.off++
+			v.members = append([]member(nil), p.mstack[base:]...)
 			return v, nil
 		default:
 			return value{}, p.errorf("expected ',' or '}' in an object")
@@ -253,8 +268,10 @@ func (p *parser) array(depth int) (value, error) {
 		v.elems = []value{}
 		return v, nil
 	}
+	base := len(p.vstack)
+	defer func() { p.vstack = p.vstack[:base] }()
 	for {
-		if len(v.elems) >= p.maxMembers {
+		if len(p.vstack)-base >= p.maxMembers {
 			return value{}, p.errorf("array has more than " + strconv.Itoa(p.maxMembers) + " elements")
 		}
 		p.skipSpace()
@@ -262,7 +279,7 @@ func (p *parser) array(depth int) (value, error) {
 		if err != nil {
 			return value{}, err
 		}
-		v.elems = append(v.elems, val)
+		p.vstack = append(p.vstack, val)
 		p.skipSpace()
 		if p.off >= len(p.data) {
 			return value{}, p.errorf("unexpected end of input in an array")
@@ -272,6 +289,7 @@ func (p *parser) array(depth int) (value, error) {
 			p.off++
 		case ']':
 			p.off++
+			v.elems = append([]value(nil), p.vstack[base:]...)
 			return v, nil
 		default:
 			return value{}, p.errorf("expected ',' or ']' in an array")
@@ -341,7 +359,10 @@ func (p *parser) string() (string, error) {
 		case c == '"':
 			s := p.data[start:p.off]
 			p.off++
-			return string(s), nil
+			if len(s) == 0 {
+				return "", nil
+			}
+			return unsafe.String(&s[0], len(s)), nil
 		case c == '\\':
 			return p.stringSlow(start)
 		case c < 0x20:

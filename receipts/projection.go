@@ -144,10 +144,10 @@ func ParseProjectionRecord(data []byte) (*ProjectionRecord, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
 	}
-	return projectionFromTree(&tree)
+	return projectionFromTree(&tree, len(data))
 }
 
-func projectionFromTree(tree *value) (*ProjectionRecord, error) {
+func projectionFromTree(tree *value, sizeHint int) (*ProjectionRecord, error) {
 	d := &decoder{code: CodeRecordInvalid}
 	r := &ProjectionRecord{}
 	top := d.object(tree, "", projectionMembers, nil)
@@ -247,11 +247,10 @@ func projectionFromTree(tree *value) (*ProjectionRecord, error) {
 		}
 	}
 
-	r.signed = make([]byte, 0, len(projectionDomain)+1+1024)
-	r.signed = append(r.signed, projectionDomain...)
-	r.signed = append(r.signed, 0)
-	r.signed = appendCanonicalObject(r.signed, tree.members, "proof")
-	r.canonical = appendCanonical(make([]byte, 0, len(r.signed)+128), tree)
+	signed := make([]byte, 0, len(projectionDomain)+1+sizeHint)
+	signed = append(signed, projectionDomain...)
+	signed = append(signed, 0)
+	r.canonical, r.signed = appendCanonicalPair(make([]byte, 0, sizeHint), signed, tree.members, "proof")
 	return r, nil
 }
 

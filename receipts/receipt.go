@@ -55,7 +55,7 @@ func receiptFromTree(tree *value, size int) (Receipt, error) {
 	}
 	switch {
 	case has(tree, "@version"):
-		return projectionFromTree(tree)
+		return projectionFromTree(tree, size)
 	case has(tree, "eccr_version"):
 		if size > MaxCompactionSize {
 			return nil, refuse(CodeTooLarge, "", "ECCR is %d bytes, more than the %d allowed", size, MaxCompactionSize)

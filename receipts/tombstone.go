@@ -65,8 +65,7 @@ func tombstoneFromTree(tree *value) (*Tombstone, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	t.signed = appendCanonicalObject(make([]byte, 0, 256), tree.members, "signature")
-	t.canonical = appendCanonical(make([]byte, 0, 384), tree)
+	t.canonical, t.signed = appendCanonicalPair(make([]byte, 0, 384), make([]byte, 0, 256), tree.members, "signature")
 	return t, nil
 }
 

@@ -275,7 +275,7 @@ func appendIndented(buf []byte, v *value, indent string) []byte {
 			break
 		}
 		buf = append(buf, "{\n"...)
-		for n, i := range sortedMembers(v.members) {
+		for n, i := range sortedMembers(v.members, nil) {
 			buf = append(buf, indent+"  "...)
 			buf = appendCanonicalString(buf, v.members[i].name)
 			buf = append(buf, ": "...)
