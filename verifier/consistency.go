@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -138,10 +139,15 @@ func IsRollback(previous, current *Checkpoint) bool {
 // VerifyConsistency checks an RFC 6962 consistency proof between the tree of
 // size1 with root hash root1 and the tree of size2 with root hash root2.
 //
-// Hashes that are not 32 bytes make the error match [ErrMalformed] (this is
-// checked first, even when the sizes are equal or size1 is 0); any other
-// failure (size1 > size2, wrong proof length, root mismatch) matches
-// [ErrConsistency].
+// It follows the rules of the transparency-dev/merkle vectors: size1 must be
+// at least 1 (a proof from the empty tree proves nothing), size2 at least
+// size1, and when the sizes are equal the proof must be empty and the roots
+// byte-for-byte equal. Proof hashes that are not 32 bytes, and otherwise roots
+// that are not 32 bytes, make the error match [ErrMalformed]; any other
+// failure matches [ErrConsistency].
+//
+// [CheckConsistency] applies this to checkpoints, where an empty older
+// checkpoint is trivially consistent with any newer one.
 func VerifyConsistency(size1, size2 uint64, consistencyProof [][]byte, root1, root2 []byte) error {
 	if err := checkProofHashes(consistencyProof); err != nil {
 		return fmt.Errorf("verifier: %w", err)
@@ -165,11 +171,22 @@ func checkProofHashes(p [][]byte) error {
 }
 
 func verifyConsistency(size1, size2 uint64, p [][]byte, root1, root2 []byte) error {
+	switch {
+	case size1 > size2:
+		return fmt.Errorf("%w: size %d is larger than size %d", ErrConsistency, size1, size2)
+	case size1 == 0:
+		return fmt.Errorf("%w: a proof from the empty tree proves nothing", ErrConsistency)
+	case size1 == size2:
+		if len(p) != 0 {
+			return fmt.Errorf("%w: proof between equal sizes must be empty", ErrConsistency)
+		}
+		if !bytes.Equal(root1, root2) {
+			return fmt.Errorf("%w: different roots at size %d", ErrConsistency, size1)
+		}
+		return nil
+	}
 	if len(root1) != sha256.Size || len(root2) != sha256.Size {
 		return fmt.Errorf("%w: root hashes must be %d bytes", ErrMalformed, sha256.Size)
-	}
-	if size1 > size2 {
-		return fmt.Errorf("%w: size %d is larger than size %d", ErrConsistency, size1, size2)
 	}
 	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, size1, size2, p, root1, root2); err != nil {
 		return fmt.Errorf("%w: %w", ErrConsistency, describeMerkle(err))
