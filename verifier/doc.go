@@ -13,12 +13,11 @@
 // origin), the witnesses whose cosignatures count, groups of witnesses with
 // thresholds, and the quorum that a checkpoint's cosignatures must satisfy:
 //
-//	# memtrail production log
-//	log log.example.com/memtrail+4a2c1e0b+ASb7...
+//	log example.com/memtrail+8fbf0a30+AW7H76wwUm+YQMYLwS9T1KhehkRD6MMrAIyfjaXqA0SL https://log.example.com/
 //
-//	witness w1 witness1.example+1f2e3d4c+BFq9... https://witness1.example/
-//	witness w2 witness2.example+5a6b7c8d+BKt0... https://witness2.example/
-//	witness w3 witness3.example+9e8d7c6b+BN2x... https://witness3.example/
+//	witness w1 witness1.example+387bad08+BHfqQt2MCuUhNTHjOE+oLtoKRLZo/v6jE4wuXW7Y9lpE https://witness1.example/
+//	witness w2 witness2.example+3d66e5a7+BDP/qj2e0KA9p4ju2cmMGnXP3R8QmkHr5YgPriqiYU+a https://witness2.example/
+//	witness w3 witness3.example+fb80d0b0+BOvo+VULCBCDWFXJS9ePYrVyXu0VhCsmIZ5rHMVliB+C https://witness3.example/
 //	group witnesses 2 w1 w2 w3
 //	quorum witnesses
 //
@@ -35,12 +34,17 @@
 // cosignatures ([C2SP tlog-cosignature], Ed25519 type 0x04 or ML-DSA-44 type
 // 0x06):
 //
-//	log.example.com/memtrail
+//	example.com/memtrail
 //	8
-//	XcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=
+//	OPYi+o2V1pmTMUgSCBndmtuDacXwq1W2LY5Tp9Mtlfw=
 //
-//	— log.example.com/memtrail SiwePKL2Z8Su...
-//	— witness1.example Hy49TAAAAABrSG8A...
+//	— example.com/memtrail j78KMFTlbB0ZSX8evc3Rj8kmXtbfJ6VmGHhN+6u70UZsIukbzAwl/uWkTpV6Hbv9p0Xydms9AdzuvIyEmH4CWuV02QI=
+//	— witness1.example OHutCAAAAABqbTc8ntNuCkqBxm/JY8Xjsql44P9h4st+szgKqwsP6qt9hJE/ERYqBAoxVRcZdQuxZ7Bk+P58dJgImbDZeLdLuSKLAA==
+//	— witness2.example PWblpwAAAABqbTc96OOrdugCQxHIEwLKe5iqXLiXlNbPEmiQoYSraPmhxrmJOhAecsIxcag5zFMry0AhymMGv3kVLDDeEiI4nnMvDw==
+//
+// A cosignature line decodes to the 4-byte key ID, the 8-byte big-endian
+// timestamp (here 0x6a6d373c, 2026-08-01T00:01:00Z) and the Ed25519 signature
+// of "cosignature/v1\ntime 1785542460\n" followed by the note text.
 //
 // [OpenCheckpoint] accepts one only if a log of the policy signed it for its
 // origin, every signature from a key of the policy verifies, and the valid
@@ -52,7 +56,25 @@
 //
 // An [InclusionProof] is a [C2SP tlog-proof]: a leaf index, its inclusion
 // path and the signed checkpoint, in one text file (".tlog-proof") that can
-// be checked offline. The log emits them with [FormatProof]; [VerifyProof]
+// be checked offline. The proof of entry 5 under the checkpoint above is
+//
+//	c2sp.org/tlog-proof@v1
+//	index 5
+//	GNgcj037S5yzdXw7bG4QDOdAwRZQOMs1KrgBzjgmMmc=
+//	VlKS5ObAdYITnDGJ3g2487gpz+eBF5wdPkkyjmOUSPw=
+//	0WbOG7xWRm3BpRSBljLpIhu9KyzOUrLOw+GuBR41VzQ=
+//
+//	example.com/memtrail
+//	8
+//	OPYi+o2V1pmTMUgSCBndmtuDacXwq1W2LY5Tp9Mtlfw=
+//
+//	— example.com/memtrail j78KMFTlbB0ZSX8evc3Rj8kmXtbfJ6VmGHhN+6u70UZsIukbzAwl/uWkTpV6Hbv9p0Xydms9AdzuvIyEmH4CWuV02QI=
+//	— witness1.example OHutCAAAAABqbTc8ntNuCkqBxm/JY8Xjsql44P9h4st+szgKqwsP6qt9hJE/ERYqBAoxVRcZdQuxZ7Bk+P58dJgImbDZeLdLuSKLAA==
+//	— witness2.example PWblpwAAAABqbTc96OOrdugCQxHIEwLKe5iqXLiXlNbPEmiQoYSraPmhxrmJOhAecsIxcag5zFMry0AhymMGv3kVLDDeEiI4nnMvDw==
+//
+// where entry 5 is the bytes "example entry 5\n". An optional line
+// "extra <base64>" after the header carries unauthenticated application data.
+// These examples are the files in testdata/. The log emits them with [FormatProof]; [VerifyProof]
 // checks one for a leaf hash ([LeafHash] of the logged bytes) under a policy.
 // [ParseProof] and [InclusionProof.Format] round-trip byte for byte.
 //

@@ -28,21 +28,22 @@ var errMalformedProof error = malformedError("malformed tlog proof")
 //
 // The encoded form is a header line, an optional extra line, the index line,
 // the inclusion path one base64 hash per line from the leaf's sibling up, an
-// empty line, and the signed checkpoint verbatim:
+// empty line, and the signed checkpoint verbatim (signatures shortened here):
 //
 //	c2sp.org/tlog-proof@v1
-//	extra ZXhhbXBsZQ==
+//	extra Y29udGV4dA==
 //	index 5
-//	wKGXXuS7wX1XArldXhWATwZ9S6/GhDijhXnIUVh2YkE=
-//	sX6aGSjYcd3ldlTHkTwIOk2Hne2UnXq0f2hNjfvsmyY=
-//	9dj8IMuZW+qS7ruX+VKUHtrGZf2H3CoPaMa5ftC8T8s=
+//	GNgcj037S5yzdXw7bG4QDOdAwRZQOMs1KrgBzjgmMmc=
+//	VlKS5ObAdYITnDGJ3g2487gpz+eBF5wdPkkyjmOUSPw=
+//	0WbOG7xWRm3BpRSBljLpIhu9KyzOUrLOw+GuBR41VzQ=
 //
-//	example.com/log
+//	example.com/memtrail
 //	8
-//	XcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=
+//	OPYi+o2V1pmTMUgSCBndmtuDacXwq1W2LY5Tp9Mtlfw=
 //
-//	— example.com/log Az3grlgtzPICa5OS8npVmf1Myq/5IZniMp+ZJurmRDeO...
-//	— witness.example.com jWbPPwAAAABkGFDLEZMHwSRaJNiIDoe9DYn/zXcr...
+//	— example.com/memtrail j78KMFTlbB0ZSX8evc3Rj8kmXtbfJ6VmGHhN...
+//	— witness1.example OHutCAAAAABqbTc8ntNuCkqBxm/JY8Xjsql44P9h...
+//	— witness2.example PWblpwAAAABqbTc96OOrdugCQxHIEwLKe5iqXLiX...
 //
 // [C2SP tlog-proof]: https://c2sp.org/tlog-proof
 type InclusionProof struct {
