@@ -77,10 +77,12 @@ func Open(path string) (*Store, error) {
 	// access, so that SQLite keeps the WAL index in process memory instead of
 	// a shared-memory file other processes could attach to.
 	setup := []string{
+		// Another connection holding the file is a configuration error, to
+		// report at once rather than wait for.
+		"PRAGMA busy_timeout = 0",
 		"PRAGMA locking_mode = EXCLUSIVE",
 		"PRAGMA journal_mode = WAL",
 		"PRAGMA synchronous = FULL",
-		"PRAGMA busy_timeout = 0",
 		// BEGIN EXCLUSIVE takes the write lock now and, in exclusive
 		// locking mode, keeps it until the connection closes.
 		"BEGIN EXCLUSIVE",
