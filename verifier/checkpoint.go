@@ -81,7 +81,8 @@ type Checkpoint struct {
 
 	// Extensions are the note text lines after the root hash, without their
 	// newlines. They are covered by the log's signature and by Ed25519
-	// cosignatures, but witnesses make no statement about them.
+	// cosignatures (not ML-DSA-44 ones), but witnesses make no statement
+	// about them.
 	Extensions []string
 
 	// LogKey is the vkey of the policy log whose signature verified (the
@@ -116,7 +117,9 @@ type Cosignature struct {
 // non-empty extension lines. Then:
 //
 //   - a log of p whose origin is the checkpoint's origin must have signed it,
-//     or the error matches [ErrLogSignature];
+//     or the error matches [ErrLogSignature]; when the checkpoint has
+//     extension lines, that signature must cover them (an ML-DSA-44 log
+//     signature signs only the origin, size and root, so it does not count);
 //   - every signature line that names a key of p must verify, or the error
 //     matches [ErrInvalidSignature];
 //   - the witnesses whose cosignatures verified must satisfy p's quorum, or
@@ -159,12 +162,20 @@ func openCheckpoint(p *Policy, signed []byte) (*Checkpoint, error) {
 		return nil, err
 	}
 	cosigned := make([]bool, len(p.witnesses))
+	uncovered := false // a log signed, but without covering the extension lines
 	for _, s := range n.Sigs {
 		who := p.signers[keyID{s.Name, s.Hash}]
 		switch who.kind {
 		case componentLog:
 			l := p.logs[who.index]
-			if l.Origin == c.Origin && c.LogKey == "" {
+			switch {
+			case l.Origin != c.Origin:
+			case len(c.Extensions) > 0 && p.logTypes[who.index] == keyTypeMLDSA44:
+				// The ML-DSA-44 signed message holds the origin, size
+				// and root only: anyone could have added the extension
+				// lines, which Checkpoint would present as signed.
+				uncovered = true
+			case c.LogKey == "":
 				c.LogKey = l.VKey
 			}
 		case componentWitness:
@@ -182,6 +193,9 @@ func openCheckpoint(p *Policy, signed []byte) (*Checkpoint, error) {
 				Time:    t.UTC(),
 			})
 		}
+	}
+	if c.LogKey == "" && uncovered {
+		return nil, fmt.Errorf("%w: origin %q: its ML-DSA-44 signature does not cover the extension lines", ErrLogSignature, c.Origin)
 	}
 	if c.LogKey == "" {
 		return nil, fmt.Errorf("%w: origin %q", ErrLogSignature, c.Origin)

@@ -310,6 +310,37 @@ func TestOpenCheckpointMLDSA(t *testing.T) {
 	}
 }
 
+// TestOpenCheckpointMLDSALog checks that a log signing with an ML-DSA-44
+// key, whose signature does not cover extension lines, cannot vouch for them.
+func TestOpenCheckpointMLDSALog(t *testing.T) {
+	skey, vkey, err := fnote.GenerateMLDSAKey("example.com/pq-log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pq, err := fnote.NewSignerForCosignatureV1(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ed := newTestLog(t, "example.com/pq-log")
+	root := testTree(4).Hash()
+	p := mustPolicy(t, "log "+vkey+"\nlog "+ed.vkey+"\nquorum none\n")
+	plain := signNote(t, checkpointText("example.com/pq-log", 4, root), pq)
+	if c, err := OpenCheckpoint(p, plain); err != nil || c.LogKey != vkey {
+		t.Errorf("OpenCheckpoint(ML-DSA-44 log) = %+v, %v", c, err)
+	}
+	signed := signNote(t, checkpointText("example.com/pq-log", 4, root), pq)
+	withExt := strings.Replace(string(signed), "\n\n", "\nadded later\n\n", 1)
+	_, err = OpenCheckpoint(p, []byte(withExt))
+	if !errors.Is(err, ErrLogSignature) || !strings.Contains(err.Error(), "extension lines") {
+		t.Errorf("OpenCheckpoint(ML-DSA-44 log, extension added after signing) = %v, want ErrLogSignature", err)
+	}
+	// With an Ed25519 log signature too, the extension lines are covered.
+	both := signNote(t, checkpointText("example.com/pq-log", 4, root, "ext"), pq, ed.signer)
+	if c, err := OpenCheckpoint(p, both); err != nil || c.LogKey != ed.vkey {
+		t.Errorf("OpenCheckpoint(ML-DSA-44 and Ed25519 log) = %+v, %v, want LogKey %s", c, err, ed.vkey)
+	}
+}
+
 func TestOpenCheckpointErrors(t *testing.T) {
 	f := newFixture(t)
 	tr := testTree(13)

@@ -46,6 +46,7 @@ const quorumNone = "none"
 // [C2SP tlog-policy]: https://c2sp.org/tlog-policy
 type Policy struct {
 	logs       []Log
+	logTypes   []byte // vkey type of each log key
 	witnesses  []Witness
 	groups     []Group
 	components []component   // witnesses and groups, in definition order
@@ -231,6 +232,7 @@ func parsePolicy(text []byte) (*Policy, error) {
 				return nil, err
 			}
 			p.logs = append(p.logs, l)
+			p.logTypes = append(p.logTypes, k.typ)
 
 		case "witness":
 			if len(fields) < 3 || len(fields) > 4 {

@@ -201,7 +201,7 @@ func (p *InclusionProof) Format() []byte {
 // matches [ErrInclusion]. The proof's extra data is returned but not trusted.
 func VerifyProof(p *Policy, tlogProof []byte, leafHash []byte) (*InclusionProof, *Checkpoint, error) {
 	if len(leafHash) != sha256.Size {
-		return nil, nil, fmt.Errorf("verifier: leaf hash is %d bytes, want %d", len(leafHash), sha256.Size)
+		return nil, nil, fmt.Errorf("verifier: %w: leaf hash is %d bytes, want %d", ErrMalformed, len(leafHash), sha256.Size)
 	}
 	ip, ok := parseProof(tlogProof)
 	if !ok {
