@@ -1,0 +1,45 @@
+// Package log is memtrail's log personality: an append-only C2SP
+// tlog-tiles Merkle log of signed receipts on Tessera, with verified
+// ingest, strict single use of receipt ids, enforced erasure lineage, a
+// derived index, a manifest store and proofs.
+//
+// # What is logged
+//
+// A leaf is the receipt itself: the JCS bytes of the full signed projection
+// record, ECCR or tombstone. Nothing is logged before it verifies: strict
+// parse, signature under the trust file's keys (current at the time that
+// matters: created_at for projections, purged_at for tombstones, now for
+// ECCRs, and not revoked now), freshness and clock skew, for compactions the
+// manifest rules (root, count, ceiling, retention, Bloom format) and the
+// lineage rules (no purged item; supersession only of a logged, current
+// compaction, by exactly its manifest minus the items purged since, with a
+// Bloom filter that holds them).
+//
+// # Single use and ordering
+//
+// Each projection_id, compaction_event_id and tombstone_id is logged at most
+// once. Within the process a claim table makes the check-and-reserve
+// atomic: the first submission of an id owns it until it is logged or
+// fails; concurrent submissions of the same id wait for that outcome and
+// are refused with the index where it was logged. Ids already logged are
+// found in the index.
+//
+// Compactions and tombstones are decided one at a time under a lineage
+// lock, against the index plus the lineage entries accepted but not yet
+// indexed, and appended to Tessera's FIFO sequencing queue under the same
+// lock, so the log's order is the order of the decisions. A decision that
+// depends on an entry still waiting to be sequenced waits for it first.
+//
+// # Crashes
+//
+// The log (Tessera's POSIX tiles, written atomically and fsynced before a
+// submission is acknowledged) is the source of truth; the index is derived
+// from it. The index records a watermark, the number of leading log entries
+// it has applied, atomically with their effects. On start, before accepting
+// writes, the log applies the entries between the watermark and the
+// integrated tree size, reading them back from the tiles. So a crash at any
+// point loses no acknowledged receipt (it was integrated before the answer),
+// never lets an id be logged twice (every logged id is in the index before
+// the next write is accepted), and leaves an index that agrees with the log.
+// Manifests are stored, synced, before their compaction is appended.
+package log

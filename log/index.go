@@ -1,0 +1,114 @@
+package log
+
+import (
+	"context"
+	"errors"
+
+	"github.com/memtrail/memtrail/receipts"
+)
+
+// An Entry is what the index learns from one log entry: its position, its
+// kind and single-use id, and for compactions and tombstones the facts the
+// lineage rules need. Entries are applied in log order.
+type Entry struct {
+	Index    uint64
+	Kind     receipts.Kind
+	ID       string
+	LeafHash [32]byte
+
+	// Compactions.
+	ManifestRoot string   // source_items_merkle_root
+	Items        []string // item digests, manifest order
+	Supersedes   string   // compaction_event_id it replaces, or ""
+
+	// Tombstones.
+	Item     string // the purged item digest
+	PurgedAt int64
+}
+
+// CompactionInfo is the index's view of one logged compaction.
+type CompactionInfo struct {
+	ID            string
+	Index         uint64
+	ManifestRoot  string
+	ItemCount     int
+	Supersedes    string // "" when it supersedes nothing
+	SupersededBy  string // "" while current
+	SupersededAt  uint64 // index of the superseding compaction
+	PurgedItems   int    // items of this compaction that have been tombstoned
+	PurgedSinceAt uint64 // index of the earliest such tombstone (0 if none)
+}
+
+// State returns "superseded", "awaiting_recompaction" (an item was purged
+// and no compaction has replaced this one yet) or "current".
+func (c *CompactionInfo) State() string {
+	switch {
+	case c.SupersededBy != "":
+		return "superseded"
+	case c.PurgedItems > 0:
+		return "awaiting_recompaction"
+	}
+	return "current"
+}
+
+// TombstoneInfo is the index's view of one logged tombstone.
+type TombstoneInfo struct {
+	ID       string
+	Index    uint64
+	Item     string
+	PurgedAt int64
+}
+
+// ErrNotFound is returned by index lookups that find nothing.
+var ErrNotFound = errors.New("not found")
+
+// ErrIndexAhead is returned when the index claims entries the log does not
+// have: the index is corrupt and must be rebuilt from the log.
+var ErrIndexAhead = errors.New("index is ahead of the log")
+
+// Index is the log's derived index: single-use ids and the lineage state of
+// compactions, items and tombstones. The log is the source of truth; an
+// Index is rebuilt or caught up from it, so it need not be durable entry by
+// entry, but it must be consistent.
+//
+// Contract, for every implementation:
+//
+//   - Apply is atomic: after a crash, either every entry of a call and the
+//     new watermark are visible, or none is. The watermark is always the
+//     number of log entries (from index 0) whose effects are visible.
+//   - Apply must be called with first == Watermark(); otherwise it returns
+//     an error wrapping ErrOutOfOrder and changes nothing.
+//   - Lookups see every entry applied before they were called. Lookups may
+//     run concurrently with each other and with one Apply.
+//   - Lookups that find nothing return an error wrapping ErrNotFound.
+//   - Reset removes everything, leaving the watermark at 0.
+//   - Errors other than ErrNotFound and ErrOutOfOrder are storage failures.
+//
+// Apply does not judge the lineage rules; the log does that before writing.
+// It records facts: a compaction with Supersedes marks the superseded
+// compaction (if indexed) as superseded by it; a tombstone marks its item
+// purged.
+type Index interface {
+	Watermark(ctx context.Context) (uint64, error)
+	Apply(ctx context.Context, first uint64, entries []Entry) error
+
+	// LookupID returns the index of the entry that used id for kind.
+	LookupID(ctx context.Context, kind receipts.Kind, id string) (uint64, error)
+	Compaction(ctx context.Context, id string) (*CompactionInfo, error)
+	// CompactionsIncluding returns the compactions whose manifests include
+	// item, in log order.
+	CompactionsIncluding(ctx context.Context, item string) ([]*CompactionInfo, error)
+	// Tombstone returns the tombstone of item.
+	Tombstone(ctx context.Context, item string) (*TombstoneInfo, error)
+	// TombstonesOf returns the tombstones of those of items that have one,
+	// keyed by item.
+	TombstonesOf(ctx context.Context, items []string) (map[string]*TombstoneInfo, error)
+	// Counts returns the number of entries of each kind.
+	Counts(ctx context.Context) (map[receipts.Kind]uint64, error)
+
+	Reset(ctx context.Context) error
+	Close() error
+}
+
+// ErrOutOfOrder is returned by Index.Apply when first is not the watermark.
+var ErrOutOfOrder = errors.New("entries applied out of order")

@@ -1,0 +1,265 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/memtrail/memtrail/receipts"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+)
+
+// The indexer applies sequenced entries to the index in log order. Entries
+// sequenced by this process arrive in memory (add); entries it did not see
+// (after a restart, or if one is ever missing for long) are read back from
+// the tiles, so recovery and steady state share one path: the index always
+// advances by whole, contiguous runs from its watermark.
+type indexer struct {
+	l *Log
+
+	mu      sync.Mutex
+	next    uint64                 // the watermark: entries below it are applied
+	pending map[uint64]pendingItem // sequenced, not yet applied
+	since   time.Time              // when next was first found missing
+	wake    chan struct{}
+	idle    *sync.Cond // broadcast after each apply
+	err     error      // last apply failure, for metrics and drain
+}
+
+type pendingItem struct {
+	e  Entry
+	pe *pendingEntry
+}
+
+// maxApply bounds one index transaction.
+const maxApply = 4096
+
+// missingAfter is how long the indexer waits for an entry to arrive in
+// memory before reading it from the tiles.
+const missingAfter = 2 * time.Second
+
+func newIndexer(l *Log, watermark uint64) *indexer {
+	ix := &indexer{l: l, next: watermark, pending: map[uint64]pendingItem{}, wake: make(chan struct{}, 1)}
+	ix.idle = sync.NewCond(&ix.mu)
+	return ix
+}
+
+func (ix *indexer) add(e Entry, pe *pendingEntry) {
+	ix.mu.Lock()
+	ix.pending[e.Index] = pendingItem{e: e, pe: pe}
+	ix.mu.Unlock()
+	select {
+	case ix.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (ix *indexer) watermark() uint64 {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.next
+}
+
+func (ix *indexer) run(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ix.wake:
+		case <-t.C:
+		}
+		for ix.step(ctx) {
+		}
+	}
+}
+
+// step applies one run of entries; it reports whether there may be more.
+func (ix *indexer) step(ctx context.Context) bool {
+	ix.mu.Lock()
+	first := ix.next
+	var run []pendingItem
+	for i := first; len(run) < maxApply; i++ {
+		p, ok := ix.pending[i]
+		if !ok {
+			break
+		}
+		run = append(run, p)
+	}
+	if len(run) == 0 {
+		missing := len(ix.pending) > 0
+		if !missing {
+			ix.since = time.Time{}
+			ix.mu.Unlock()
+			return false
+		}
+		if ix.since.IsZero() {
+			ix.since = time.Now()
+		}
+		stale := time.Since(ix.since) > missingAfter
+		ix.mu.Unlock()
+		if !stale {
+			return false
+		}
+		// An entry below the ones we hold never arrived: read it.
+		size, err := ix.l.reader.IntegratedSize(ctx)
+		if err != nil || size <= first {
+			return false
+		}
+		if err := ix.catchUp(ctx, min(size, first+maxApply)); err != nil {
+			ix.l.logger.Error("couldn't index entries from the log", "from", first, "error", err)
+			return false
+		}
+		return true
+	}
+	ix.mu.Unlock()
+	return ix.apply(ctx, first, run)
+}
+
+func (ix *indexer) apply(ctx context.Context, first uint64, run []pendingItem) bool {
+	entries := make([]Entry, len(run))
+	for i := range run {
+		entries[i] = run[i].e
+	}
+	if err := ix.l.index.Apply(ctx, first, entries); err != nil {
+		ix.mu.Lock()
+		ix.err = err
+		ix.mu.Unlock()
+		ix.l.Metrics.indexErrors.Add(1)
+		ix.l.logger.Error("couldn't apply entries to the index", "first", first, "n", len(entries), "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+		return false
+	}
+	keys := make([]claimKey, len(run))
+	for i := range run {
+		keys[i] = claimKey{kind: run[i].e.Kind, id: run[i].e.ID}
+	}
+	ix.l.claims.forget(keys)
+	ix.l.lineage.mu.Lock()
+	for i := range run {
+		if run[i].pe != nil {
+			ix.l.lineage.remove(run[i].pe)
+		}
+	}
+	ix.l.lineage.mu.Unlock()
+	ix.mu.Lock()
+	for i := range run {
+		delete(ix.pending, run[i].e.Index)
+	}
+	ix.next = first + uint64(len(run))
+	ix.since = time.Time{}
+	ix.err = nil
+	ix.idle.Broadcast()
+	ix.mu.Unlock()
+	ix.l.Metrics.indexed.Store(first + uint64(len(run)))
+	return true
+}
+
+// catchUp applies the entries from the watermark up to size, reading them
+// from the tiles.
+func (ix *indexer) catchUp(ctx context.Context, size uint64) error {
+	for {
+		first := ix.watermark()
+		if first >= size {
+			return nil
+		}
+		n := min(size-first, maxApply)
+		entries, err := ix.l.readEntries(ctx, first, n, size)
+		if err != nil {
+			return err
+		}
+		run := make([]pendingItem, len(entries))
+		for i := range entries {
+			run[i] = pendingItem{e: entries[i]}
+		}
+		if !ix.apply(ctx, first, run) {
+			ix.mu.Lock()
+			err := ix.err
+			ix.mu.Unlock()
+			return err
+		}
+	}
+}
+
+// drain waits until every entry handed to the indexer is applied.
+func (ix *indexer) drain(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ix.mu.Lock()
+		n := len(ix.pending)
+		err := ix.err
+		ix.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("couldn't index %d entries before closing (they will be indexed from the log at the next start): %v", n, err)
+		}
+		select {
+		case ix.wake <- struct{}{}:
+		default:
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// readEntries reads n entries from index first out of a tree of size
+// treeSize and turns them into index entries.
+func (l *Log) readEntries(ctx context.Context, first, n, treeSize uint64) ([]Entry, error) {
+	out := make([]Entry, 0, n)
+	for ri := range layout.Range(first, n, treeSize) {
+		raw, err := l.reader.ReadEntryBundle(ctx, ri.Index, ri.Partial)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't read entry bundle %d: %w", ri.Index, err)
+		}
+		var b api.EntryBundle
+		if err := b.UnmarshalText(raw); err != nil {
+			return nil, fmt.Errorf("entry bundle %d is malformed: %w", ri.Index, err)
+		}
+		if uint(len(b.Entries)) < ri.First+ri.N {
+			return nil, fmt.Errorf("entry bundle %d has %d entries, want at least %d", ri.Index, len(b.Entries), ri.First+ri.N)
+		}
+		for i := ri.First; i < ri.First+ri.N; i++ {
+			idx := ri.Index*layout.EntryBundleWidth + uint64(i)
+			e, err := l.entryFromLeaf(ctx, idx, b.Entries[i])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// entryFromLeaf parses a logged leaf into an index entry.
+func (l *Log) entryFromLeaf(ctx context.Context, idx uint64, leaf []byte) (Entry, error) {
+	r, err := receipts.ParseReceipt(leaf)
+	if err != nil {
+		return Entry{}, fmt.Errorf("entry %d is not a receipt: %w", idx, err)
+	}
+	e := Entry{Index: idx, Kind: r.Kind(), ID: r.ID(), LeafHash: leafHash(leaf)}
+	switch rr := r.(type) {
+	case *receipts.Compaction:
+		raw, err := l.manifests.Get(ctx, rr.SourceItemsMerkleRoot)
+		if err != nil {
+			return Entry{}, fmt.Errorf("entry %d: compaction %s: %w", idx, rr.EventID, err)
+		}
+		mf, err := receipts.ParseManifest(raw)
+		if err != nil {
+			return Entry{}, fmt.Errorf("entry %d: manifest of compaction %s: %w", idx, rr.EventID, err)
+		}
+		e.ManifestRoot = rr.SourceItemsMerkleRoot
+		e.Items = manifestItems(mf)
+		e.Supersedes = rr.Supersedes
+	case *receipts.Tombstone:
+		e.Item = rr.ItemDigest
+		e.PurgedAt = rr.PurgedAt
+	}
+	return e, nil
+}

@@ -1,0 +1,254 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memtrail/memtrail/receipts"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera"
+)
+
+// Accepted describes a logged receipt.
+type Accepted struct {
+	Index    uint64
+	LeafHash [32]byte
+	Kind     receipts.Kind
+	ID       string
+}
+
+// ReplayError refuses the second submission of a single-use id. It names
+// the index where the id was first logged.
+type ReplayError struct {
+	Kind       receipts.Kind
+	ID         string
+	FirstIndex uint64
+}
+
+func (e *ReplayError) Error() string {
+	return fmt.Sprintf("%s: %s %q was already logged at index %d", e.Code(), e.Kind, e.ID, e.FirstIndex)
+}
+
+// Code returns projection_replay, compaction_replay or tombstone_replay.
+func (e *ReplayError) Code() receipts.Code {
+	switch e.Kind {
+	case receipts.KindCompaction:
+		return receipts.CodeCompactionReplay
+	case receipts.KindTombstone:
+		return receipts.CodeTombstoneReplay
+	}
+	return receipts.CodeProjectionReplay
+}
+
+// Unwrap lets receipts.ErrorCode see the code.
+func (e *ReplayError) Unwrap() error {
+	return &receipts.Error{Code: e.Code(), Reason: fmt.Sprintf("already logged at index %d", e.FirstIndex)}
+}
+
+// ErrPushback is returned when the log is overloaded; retry later.
+var ErrPushback = tessera.ErrPushback
+
+// Submit verifies a submission and, if everything holds, logs it. It
+// returns once the entry is sequenced and durable. Refusals are
+// *receipts.Error or *ReplayError; overload is ErrPushback; anything else is
+// an internal failure.
+func (l *Log) Submit(ctx context.Context, sub *receipts.Submission) (*Accepted, error) {
+	start := time.Now()
+	acc, err := l.submit(ctx, sub)
+	l.Metrics.observeSubmit(sub.Receipt.Kind(), err, time.Since(start))
+	return acc, err
+}
+
+func (l *Log) submit(ctx context.Context, sub *receipts.Submission) (*Accepted, error) {
+	if err := l.verify(sub); err != nil {
+		return nil, err
+	}
+	r := sub.Receipt
+	key := claimKey{kind: r.Kind(), id: r.ID()}
+	for {
+		cl, owner := l.claims.acquire(key)
+		if !owner {
+			select {
+			case <-cl.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if cl.err == nil {
+				return nil, &ReplayError{Kind: key.kind, ID: key.id, FirstIndex: cl.idx}
+			}
+			continue // the earlier submission failed; this one may go ahead
+		}
+		idx, err := l.index.LookupID(ctx, key.kind, key.id)
+		if err == nil {
+			l.claims.found(key, cl, idx)
+			return nil, &ReplayError{Kind: key.kind, ID: key.id, FirstIndex: idx}
+		}
+		if !errors.Is(err, ErrNotFound) {
+			l.claims.failed(key, cl, err)
+			return nil, err
+		}
+		acc, err := l.append(ctx, sub)
+		if err != nil {
+			l.claims.failed(key, cl, err)
+			return nil, err
+		}
+		l.claims.logged(cl, acc.Index)
+		return acc, nil
+	}
+}
+
+// verify checks everything about a submission that needs no log state.
+func (l *Log) verify(sub *receipts.Submission) error {
+	t := l.trust.Load()
+	now := l.cfg.Now()
+	f := t.Freshness
+	leaf := sub.Receipt.Canonical()
+	if len(leaf) > receipts.MaxLeafSize {
+		return refusal(receipts.CodeTooLarge, "", "canonical receipt is %d bytes; a log entry is at most %d", len(leaf), receipts.MaxLeafSize)
+	}
+	switch r := sub.Receipt.(type) {
+	case *receipts.ProjectionRecord:
+		if err := receipts.VerifyProjectionSignature(r, t.Adapters, now); err != nil {
+			return err
+		}
+		return checkProjectionFreshness(r, now, f)
+	case *receipts.Compaction:
+		if sub.Manifest == nil {
+			return refusal(receipts.CodeManifestInvalid, "manifest", "a compaction is logged only with its source manifest")
+		}
+		if err := r.VerifySignature(t.Compactors, now); err != nil {
+			return err
+		}
+		if _, err := receipts.ParseBloomFilter(r.TombstoneBloomFilterB64); err != nil {
+			return err
+		}
+		return sub.Manifest.CheckAgainst(r, t.Lattice)
+	case *receipts.Tombstone:
+		if err := r.VerifySignature(t.Issuers, now); err != nil {
+			return err
+		}
+		if r.PurgedTime().After(now.Add(f.MaxClockSkew)) {
+			return refusal(receipts.CodeRecordFromFuture, "purged_at", "is later than now plus the allowed clock skew")
+		}
+		return nil
+	}
+	return fmt.Errorf("log: unknown receipt type %T", sub.Receipt)
+}
+
+// checkProjectionFreshness applies the freshness policy at ingest: the
+// trust evaluation and the record must be recent, and neither from the
+// future beyond the allowed clock skew.
+func checkProjectionFreshness(r *receipts.ProjectionRecord, now time.Time, f receipts.Freshness) error {
+	te := r.SelectionContext.TrustEvaluatedAt
+	switch {
+	case te.After(now.Add(f.MaxClockSkew)):
+		return refusal(receipts.CodeRecordFromFuture, "selection_context.trust_evaluated_at", "is later than now plus the allowed clock skew (%s)", f.MaxClockSkew)
+	case r.CreatedAt.After(now.Add(f.MaxClockSkew)):
+		return refusal(receipts.CodeRecordFromFuture, "created_at", "is later than now plus the allowed clock skew (%s)", f.MaxClockSkew)
+	case now.Sub(te) > f.MaxTrustAge:
+		return refusal(receipts.CodeTrustSnapshotStale, "selection_context.trust_evaluated_at", "trust was evaluated %s ago; at most %s is allowed", now.Sub(te).Round(time.Second), f.MaxTrustAge)
+	case now.Sub(r.CreatedAt) > f.MaxProjectionAge:
+		return refusal(receipts.CodeRecordStale, "created_at", "record is %s old; at most %s is allowed", now.Sub(r.CreatedAt).Round(time.Second), f.MaxProjectionAge)
+	}
+	return nil
+}
+
+// append logs a verified submission whose id this call owns.
+func (l *Log) append(ctx context.Context, sub *receipts.Submission) (*Accepted, error) {
+	r := sub.Receipt
+	leaf := r.Canonical()
+	e := Entry{Kind: r.Kind(), ID: r.ID(), LeafHash: leafHash(leaf)}
+	// The outcome of an Add must be known whatever the caller does, so
+	// the claim is always resolved: sequencing ignores cancellation.
+	actx := context.WithoutCancel(ctx)
+	var pe *pendingEntry
+	var future tessera.IndexFuture
+	switch rr := r.(type) {
+	case *receipts.ProjectionRecord:
+		future = l.appender.Add(actx, tessera.NewEntry(leaf))
+	case *receipts.Compaction:
+		e.ManifestRoot = rr.SourceItemsMerkleRoot
+		e.Items = manifestItems(sub.Manifest)
+		e.Supersedes = rr.Supersedes
+		if err := l.manifests.Put(ctx, sub.Manifest.Root(), sub.Manifest.Canonical()); err != nil {
+			return nil, fmt.Errorf("couldn't store manifest: %w", err)
+		}
+		var err error
+		pe, future, err = l.appendLineage(ctx, e, leaf, func() error { return l.decideCompaction(ctx, rr, sub.Manifest) })
+		if err != nil {
+			return nil, err
+		}
+	case *receipts.Tombstone:
+		e.Item = rr.ItemDigest
+		e.PurgedAt = rr.PurgedAt
+		var err error
+		pe, future, err = l.appendLineage(ctx, e, leaf, func() error { return l.decideTombstone(ctx, rr) })
+		if err != nil {
+			return nil, err
+		}
+	}
+	idx, err := future()
+	if err != nil {
+		if pe != nil {
+			l.lineage.mu.Lock()
+			l.lineage.remove(pe)
+			l.lineage.mu.Unlock()
+			close(pe.done)
+		}
+		if errors.Is(err, tessera.ErrPushback) {
+			l.Metrics.pushback.Add(1)
+			return nil, fmt.Errorf("log is overloaded: %w", ErrPushback)
+		}
+		return nil, fmt.Errorf("couldn't sequence entry: %w", err)
+	}
+	e.Index = idx.Index
+	if pe != nil {
+		l.lineage.mu.Lock()
+		pe.entry.Index = idx.Index
+		pe.sequenced = true
+		l.lineage.mu.Unlock()
+		close(pe.done)
+	}
+	l.indexer.add(e, pe)
+	return &Accepted{Index: idx.Index, LeafHash: e.LeafHash, Kind: e.Kind, ID: e.ID}, nil
+}
+
+// appendLineage makes a lineage decision and, if it allows the entry,
+// registers it as pending and hands it to the sequencer, all under the
+// lineage lock, so that the log's order is the order of decisions.
+func (l *Log) appendLineage(ctx context.Context, e Entry, leaf []byte, decide func() error) (*pendingEntry, tessera.IndexFuture, error) {
+	for {
+		l.lineage.mu.Lock()
+		err := decide()
+		var w errWait
+		if errors.As(err, &w) {
+			l.lineage.mu.Unlock()
+			select {
+			case <-w.ch:
+				continue
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		}
+		if err != nil {
+			l.lineage.mu.Unlock()
+			return nil, nil, err
+		}
+		pe := &pendingEntry{entry: e, done: make(chan struct{})}
+		l.lineage.add(pe)
+		future := l.appender.Add(context.WithoutCancel(ctx), tessera.NewEntry(leaf))
+		l.lineage.mu.Unlock()
+		return pe, future, nil
+	}
+}
+
+func leafHash(leaf []byte) [32]byte {
+	var h [32]byte
+	copy(h[:], rfc6962.DefaultHasher.HashLeaf(leaf))
+	return h
+}
+
+
+func isPushback(err error) bool { return errors.Is(err, tessera.ErrPushback) }

@@ -1,0 +1,233 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/memtrail/memtrail/receipts"
+)
+
+// lineage holds the lineage entries (compactions and tombstones) that were
+// accepted but are not yet in the index, and the lock under which lineage
+// decisions are made and appended.
+type lineage struct {
+	mu           sync.Mutex
+	compactions  map[string]*pendingEntry // by compaction_event_id
+	supersededBy map[string]*pendingEntry // superseded compaction id → its superseder
+	tombstones   map[string]*pendingEntry // by purged item digest
+}
+
+// A pendingEntry is a lineage entry between its acceptance and its arrival
+// in the index. Fields other than done are guarded by lineage.mu.
+type pendingEntry struct {
+	entry     Entry
+	sequenced bool          // entry.Index is valid
+	done      chan struct{} // closed once sequenced or failed
+}
+
+func (g *lineage) init() {
+	g.compactions = map[string]*pendingEntry{}
+	g.supersededBy = map[string]*pendingEntry{}
+	g.tombstones = map[string]*pendingEntry{}
+}
+
+// add registers p (g.mu held).
+func (g *lineage) add(p *pendingEntry) {
+	switch p.entry.Kind {
+	case receipts.KindCompaction:
+		g.compactions[p.entry.ID] = p
+		if p.entry.Supersedes != "" {
+			g.supersededBy[p.entry.Supersedes] = p
+		}
+	case receipts.KindTombstone:
+		g.tombstones[p.entry.Item] = p
+	}
+}
+
+// remove drops p from the maps where it is still registered (g.mu held).
+func (g *lineage) remove(p *pendingEntry) {
+	switch p.entry.Kind {
+	case receipts.KindCompaction:
+		if g.compactions[p.entry.ID] == p {
+			delete(g.compactions, p.entry.ID)
+		}
+		if p.entry.Supersedes != "" && g.supersededBy[p.entry.Supersedes] == p {
+			delete(g.supersededBy, p.entry.Supersedes)
+		}
+	case receipts.KindTombstone:
+		if g.tombstones[p.entry.Item] == p {
+			delete(g.tombstones, p.entry.Item)
+		}
+	}
+}
+
+// errWait is returned by a decision that depends on an entry not yet
+// sequenced; the caller waits on the channel and decides again.
+type errWait struct{ ch chan struct{} }
+
+func (e errWait) Error() string { return "waiting for an earlier lineage entry to be sequenced" }
+
+// decideCompaction applies the lineage rules to compaction c with manifest
+// mf (g.mu held).
+func (l *Log) decideCompaction(ctx context.Context, c *receipts.Compaction, mf *receipts.Manifest) error {
+	g := &l.lineage
+	items := manifestItems(mf)
+	// No item may already be purged.
+	for _, it := range items {
+		if p, ok := g.tombstones[it]; ok {
+			if !p.sequenced {
+				return errWait{p.done}
+			}
+			return refusal(receipts.CodeItemPurged, "manifest", "item %s was tombstoned at index %d", it, p.entry.Index)
+		}
+	}
+	ts, err := l.index.TombstonesOf(ctx, items)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if t, ok := ts[it]; ok {
+			return refusal(receipts.CodeItemPurged, "manifest", "item %s was tombstoned at index %d", it, t.Index)
+		}
+	}
+	if c.Supersedes == "" {
+		return nil
+	}
+	return l.decideSupersession(ctx, c, items)
+}
+
+func (l *Log) decideSupersession(ctx context.Context, c *receipts.Compaction, items []string) error {
+	g := &l.lineage
+	target := c.Supersedes
+	if p, ok := g.supersededBy[target]; ok {
+		if !p.sequenced {
+			return errWait{p.done}
+		}
+		return refusal(receipts.CodeSupersessionInvalid, "supersedes", "compaction %s was already superseded by %s at index %d", target, p.entry.ID, p.entry.Index)
+	}
+	var oldItems []string
+	if p, ok := g.compactions[target]; ok {
+		if !p.sequenced {
+			return errWait{p.done}
+		}
+		oldItems = p.entry.Items
+	} else {
+		info, err := l.index.Compaction(ctx, target)
+		if errors.Is(err, ErrNotFound) {
+			return refusal(receipts.CodeSupersessionInvalid, "supersedes", "compaction %s is not in the log", target)
+		}
+		if err != nil {
+			return err
+		}
+		if info.SupersededBy != "" {
+			return refusal(receipts.CodeSupersessionInvalid, "supersedes", "compaction %s was already superseded by %s at index %d", target, info.SupersededBy, info.SupersededAt)
+		}
+		raw, err := l.manifests.Get(ctx, info.ManifestRoot)
+		if err != nil {
+			return fmt.Errorf("couldn't load the manifest of compaction %s: %w", target, err)
+		}
+		old, err := receipts.ParseManifest(raw)
+		if err != nil {
+			return fmt.Errorf("stored manifest of compaction %s: %w", target, err)
+		}
+		oldItems = manifestItems(old)
+	}
+	// The items purged since the old compaction: every tombstoned item of
+	// it (none can predate it, as it was refused otherwise).
+	purged := map[string]bool{}
+	for _, it := range oldItems {
+		if p, ok := g.tombstones[it]; ok {
+			if !p.sequenced {
+				return errWait{p.done}
+			}
+			purged[it] = true
+		}
+	}
+	ts, err := l.index.TombstonesOf(ctx, oldItems)
+	if err != nil {
+		return err
+	}
+	for it := range ts {
+		purged[it] = true
+	}
+	var want []string
+	for _, it := range oldItems {
+		if !purged[it] {
+			want = append(want, it)
+		}
+	}
+	if !equalStrings(want, items) {
+		return refusal(receipts.CodeSupersessionInvalid, "manifest", "must be the manifest of %s (%d items) minus the %d items purged since, in order (%d items); got %d items%s",
+			target, len(oldItems), len(purged), len(want), len(items), firstDifference(want, items))
+	}
+	bf, err := receipts.ParseBloomFilter(c.TombstoneBloomFilterB64)
+	if err != nil {
+		return err
+	}
+	for it := range purged {
+		if !bf.Contains(receipts.DigestBytes(it)) {
+			return refusal(receipts.CodeSupersessionInvalid, "tombstone_bloom_filter_b64", "does not hold purged item %s", it)
+		}
+	}
+	return nil
+}
+
+// decideTombstone refuses a second tombstone for one item (g.mu held).
+func (l *Log) decideTombstone(ctx context.Context, t *receipts.Tombstone) error {
+	if p, ok := l.lineage.tombstones[t.ItemDigest]; ok {
+		if !p.sequenced {
+			return errWait{p.done}
+		}
+		return refusal(receipts.CodeItemPurged, "item_digest", "item was already tombstoned by %s at index %d", p.entry.ID, p.entry.Index)
+	}
+	old, err := l.index.Tombstone(ctx, t.ItemDigest)
+	if err == nil {
+		return refusal(receipts.CodeItemPurged, "item_digest", "item was already tombstoned by %s at index %d", old.ID, old.Index)
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+func manifestItems(mf *receipts.Manifest) []string {
+	out := make([]string, len(mf.Items))
+	for i := range mf.Items {
+		out[i] = mf.Items[i].ItemDigest
+	}
+	return out
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func firstDifference(want, got []string) string {
+	for i := 0; i < len(want) && i < len(got); i++ {
+		if want[i] != got[i] {
+			return fmt.Sprintf(" (item %d is %s, want %s)", i, got[i], want[i])
+		}
+	}
+	if len(got) > len(want) {
+		return fmt.Sprintf(" (extra item %s)", got[len(want)])
+	}
+	if len(want) > len(got) {
+		return fmt.Sprintf(" (missing item %s)", want[len(got)])
+	}
+	return ""
+}
+
+func refusal(code receipts.Code, member, format string, args ...any) error {
+	return &receipts.Error{Code: code, Member: member, Reason: strings.TrimSpace(fmt.Sprintf(format, args...))}
+}

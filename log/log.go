@@ -1,0 +1,277 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memtrail/memtrail/receipts"
+	"github.com/transparency-dev/tessera"
+	"github.com/transparency-dev/tessera/storage/posix"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Config configures a Log. Every field but Dir and Signer has a default.
+type Config struct {
+	// Dir is the data directory. It holds log/ (the tlog-tiles tree,
+	// served as is), manifests/ and index.db.
+	Dir string
+	// SigningKey is the signed-note private key ("PRIVATE+KEY+…") that
+	// signs checkpoints; its name is the log's origin.
+	SigningKey string
+	// Trust says whose receipts are accepted. Replace it with SetTrust.
+	// Nil means the empty trust file: nothing is accepted.
+	Trust *receipts.Trust
+
+	// BatchMaxSize and BatchMaxAge bound a sequencing batch (default 2048
+	// entries, 50ms).
+	BatchMaxSize uint
+	BatchMaxAge  time.Duration
+	// CheckpointInterval is how often a checkpoint is published (default
+	// 1s; at least 100ms).
+	CheckpointInterval time.Duration
+	// PushbackMaxOutstanding bounds entries waiting to be sequenced; beyond
+	// it submissions fail with ErrPushback (default 65536).
+	PushbackMaxOutstanding uint
+
+	// Witnesses, when set, must cosign a checkpoint before it is
+	// published (see FailOpen).
+	Witnesses      *tessera.WitnessGroup
+	WitnessTimeout time.Duration
+	// WitnessFailOpen publishes a checkpoint even when the witness policy
+	// was not met in time.
+	WitnessFailOpen bool
+
+	// Now returns the current time (default time.Now).
+	Now func() time.Time
+	// Logger receives operational logs (default slog.Default()).
+	Logger *slog.Logger
+
+	// Index and Manifests override the embedded SQLite index
+	// (Dir/index.db) and file manifest store (Dir/manifests).
+	Index     Index
+	Manifests ManifestStore
+}
+
+// A Log is a running receipt log.
+type Log struct {
+	cfg       Config
+	origin    string
+	vkey      string
+	verifier  note.Verifier
+	appender  *tessera.Appender
+	shutdown  func(context.Context) error
+	reader    tessera.LogReader
+	awaiter   *tessera.PublicationAwaiter
+	index     Index
+	manifests ManifestStore
+	trust     atomic.Pointer[receipts.Trust]
+	claims    claims
+	lineage   lineage
+	indexer   *indexer
+	proofs    proofCache
+	Metrics   *Metrics
+	logger    *slog.Logger
+
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// tilesDir is the subdirectory of the data directory holding the tiles.
+const tilesDir = "log"
+
+// Open opens (or creates) the log in cfg.Dir, brings the index up to date
+// with the log, and starts sequencing.
+func Open(ctx context.Context, cfg Config) (*Log, error) {
+	if cfg.Dir == "" || cfg.SigningKey == "" {
+		return nil, errors.New("log: Config.Dir and Config.SigningKey are required")
+	}
+	signer, err := note.NewSigner(cfg.SigningKey)
+	if err != nil {
+		return nil, fmt.Errorf("log: bad signing key: %w", err)
+	}
+	vkey, err := VerifierKey(cfg.SigningKey)
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := note.NewVerifier(vkey)
+	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	if cfg.BatchMaxSize == 0 {
+		cfg.BatchMaxSize = 2048
+	}
+	if cfg.BatchMaxAge == 0 {
+		cfg.BatchMaxAge = 50 * time.Millisecond
+	}
+	if cfg.CheckpointInterval == 0 {
+		cfg.CheckpointInterval = time.Second
+	}
+	if cfg.CheckpointInterval < 100*time.Millisecond {
+		cfg.CheckpointInterval = 100 * time.Millisecond
+	}
+	if cfg.PushbackMaxOutstanding == 0 {
+		cfg.PushbackMaxOutstanding = 1 << 16
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, tilesDir), 0o755); err != nil {
+		return nil, fmt.Errorf("log: couldn't create data directory: %w", err)
+	}
+	l := &Log{cfg: cfg, origin: signer.Name(), vkey: vkey, verifier: verifier, logger: cfg.Logger, Metrics: newMetrics()}
+	trust := cfg.Trust
+	if trust == nil {
+		trust = &receipts.Trust{Compactors: receipts.Keyring{}, Issuers: receipts.Keyring{}, Freshness: receipts.DefaultFreshness, Lattice: receipts.DefaultLattice}
+	}
+	l.trust.Store(trust)
+	l.claims.m = make(map[claimKey]*claim)
+	l.lineage.init()
+
+	l.manifests = cfg.Manifests
+	if l.manifests == nil {
+		ms, err := NewFileManifestStore(filepath.Join(cfg.Dir, "manifests"))
+		if err != nil {
+			return nil, fmt.Errorf("log: %w", err)
+		}
+		l.manifests = ms
+	}
+	l.index = cfg.Index
+	if l.index == nil {
+		idx, err := OpenSQLiteIndex(filepath.Join(cfg.Dir, "index.db"))
+		if err != nil {
+			return nil, fmt.Errorf("log: %w", err)
+		}
+		l.index = idx
+	}
+
+	driver, err := posix.New(ctx, posix.Config{Path: filepath.Join(cfg.Dir, tilesDir)})
+	if err != nil {
+		l.index.Close()
+		return nil, fmt.Errorf("log: couldn't open tile storage: %w", err)
+	}
+	opts := tessera.NewAppendOptions().
+		WithCheckpointSigner(signer).
+		WithBatching(cfg.BatchMaxSize, cfg.BatchMaxAge).
+		WithCheckpointInterval(cfg.CheckpointInterval).
+		WithPushback(cfg.PushbackMaxOutstanding)
+	if cfg.Witnesses != nil {
+		opts = opts.WithWitnesses(*cfg.Witnesses, &tessera.WitnessOptions{Timeout: cfg.WitnessTimeout, FailOpen: cfg.WitnessFailOpen})
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	appender, shutdown, reader, err := tessera.NewAppender(runCtx, driver, opts)
+	if err != nil {
+		cancel()
+		l.index.Close()
+		return nil, fmt.Errorf("log: couldn't start appender: %w", err)
+	}
+	l.appender, l.shutdown, l.reader = appender, shutdown, reader
+	l.awaiter = tessera.NewPublicationAwaiter(runCtx, reader.ReadCheckpoint, cfg.CheckpointInterval/4)
+
+	// Bring the index up to the integrated size before accepting writes.
+	wm, err := l.index.Watermark(ctx)
+	if err != nil {
+		l.abort()
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	size, err := reader.IntegratedSize(ctx)
+	if err != nil {
+		l.abort()
+		return nil, fmt.Errorf("log: couldn't read tree size: %w", err)
+	}
+	if wm > size {
+		l.logger.Warn("index is ahead of the log; rebuilding it from the log", "watermark", wm, "size", size)
+		if err := l.index.Reset(ctx); err != nil {
+			l.abort()
+			return nil, fmt.Errorf("log: %w", err)
+		}
+		wm = 0
+	}
+	l.indexer = newIndexer(l, wm)
+	if wm < size {
+		l.logger.Info("catching up the index from the log", "from", wm, "to", size)
+		start := time.Now()
+		if err := l.indexer.catchUp(ctx, size); err != nil {
+			l.abort()
+			return nil, fmt.Errorf("log: couldn't bring the index up to date: %w", err)
+		}
+		l.logger.Info("index caught up", "entries", size-wm, "duration", time.Since(start))
+	}
+	l.done.Add(1)
+	go func() {
+		defer l.done.Done()
+		l.indexer.run(runCtx)
+	}()
+	l.Metrics.treeSize.Store(size)
+	return l, nil
+}
+
+func (l *Log) abort() {
+	l.cancel()
+	l.index.Close()
+}
+
+// Close stops accepting entries, waits for outstanding ones to be
+// sequenced and indexed, and closes the index.
+func (l *Log) Close(ctx context.Context) error {
+	var errs []error
+	if err := l.shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("couldn't shut down appender: %w", err))
+	}
+	if err := l.indexer.drain(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	l.cancel()
+	l.done.Wait()
+	if err := l.index.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Origin returns the log's origin line.
+func (l *Log) Origin() string { return l.origin }
+
+// VerifierKey returns the log's signed-note verifier key.
+func (l *Log) VerifierKey() string { return l.vkey }
+
+// Verifier returns the verifier of the log's checkpoint signatures.
+func (l *Log) Verifier() note.Verifier { return l.verifier }
+
+// Dir returns the data directory.
+func (l *Log) Dir() string { return l.cfg.Dir }
+
+// TilesDir returns the directory holding the tlog-tiles resources.
+func (l *Log) TilesDir() string { return filepath.Join(l.cfg.Dir, tilesDir) }
+
+// Trust returns the trust file in force.
+func (l *Log) Trust() *receipts.Trust { return l.trust.Load() }
+
+// SetTrust replaces the trust file. Submissions verified after the call use
+// the new one; what was logged before is not re-judged.
+func (l *Log) SetTrust(t *receipts.Trust) { l.trust.Store(t) }
+
+// Index returns the log's index, for lookups.
+func (l *Log) Index() Index { return l.index }
+
+// Manifests returns the manifest store.
+func (l *Log) Manifests() ManifestStore { return l.manifests }
+
+// Reader returns Tessera's reader of the log's resources.
+func (l *Log) Reader() tessera.LogReader { return l.reader }
+
+// IntegratedSize returns the number of entries sequenced and integrated
+// (which may be ahead of the published checkpoint).
+func (l *Log) IntegratedSize(ctx context.Context) (uint64, error) {
+	return l.reader.IntegratedSize(ctx)
+}

@@ -1,0 +1,369 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memtrail/memtrail/internal/gen"
+	"github.com/memtrail/memtrail/receipts"
+	"github.com/memtrail/memtrail/verifier"
+)
+
+type testLog struct {
+	*Log
+	t    *testing.T
+	dir  string
+	skey string
+	s    *gen.Signers
+	now  time.Time
+}
+
+func openTestLog(t *testing.T, dir, skey string, s *gen.Signers) *testLog {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	l, err := Open(context.Background(), Config{
+		Dir:                dir,
+		SigningKey:         skey,
+		Trust:              s.Trust(now.Add(-time.Hour)),
+		BatchMaxAge:        5 * time.Millisecond,
+		CheckpointInterval: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return &testLog{Log: l, t: t, dir: dir, skey: skey, s: s, now: now}
+}
+
+func newTestLog(t *testing.T) *testLog {
+	skey, _, err := GenerateLogKey("memtrail.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := gen.NewSigners()
+	tl := openTestLog(t, t.TempDir(), skey, s)
+	t.Cleanup(func() { tl.Close(context.Background()) })
+	return tl
+}
+
+func (tl *testLog) reopen() *testLog {
+	tl.t.Helper()
+	if err := tl.Close(context.Background()); err != nil {
+		tl.t.Fatalf("Close: %v", err)
+	}
+	n := openTestLog(tl.t, tl.dir, tl.skey, tl.s)
+	tl.t.Cleanup(func() { n.Close(context.Background()) })
+	return n
+}
+
+func (tl *testLog) projection(id string) *receipts.Submission {
+	tl.t.Helper()
+	r, _, err := tl.s.Projection(id, time.Now().UTC(), 2, 64)
+	if err != nil {
+		tl.t.Fatal(err)
+	}
+	return &receipts.Submission{Receipt: r}
+}
+
+func (tl *testLog) compaction(id string, items []receipts.ManifestItem, supersedes string, purged []string) *receipts.Submission {
+	tl.t.Helper()
+	c, mf, err := tl.s.Compaction(id, items, supersedes, purged, nil)
+	if err != nil {
+		tl.t.Fatal(err)
+	}
+	return &receipts.Submission{Receipt: c, Manifest: mf}
+}
+
+func (tl *testLog) tombstone(id, item string) *receipts.Submission {
+	tl.t.Helper()
+	ts, err := tl.s.Tombstone(id, item, time.Now())
+	if err != nil {
+		tl.t.Fatal(err)
+	}
+	return &receipts.Submission{Receipt: ts}
+}
+
+func (tl *testLog) mustSubmit(sub *receipts.Submission) *Accepted {
+	tl.t.Helper()
+	acc, err := tl.Submit(context.Background(), sub)
+	if err != nil {
+		tl.t.Fatalf("Submit(%s %s): %v", sub.Receipt.Kind(), sub.Receipt.ID(), err)
+	}
+	return acc
+}
+
+func (tl *testLog) wantRefused(sub *receipts.Submission, code receipts.Code) error {
+	tl.t.Helper()
+	_, err := tl.Submit(context.Background(), sub)
+	if got := receipts.ErrorCode(err); got != code {
+		tl.t.Fatalf("Submit(%s %s) = %v (code %q), want %q", sub.Receipt.Kind(), sub.Receipt.ID(), err, got, code)
+	}
+	return err
+}
+
+func (tl *testLog) waitIndexed(n uint64) {
+	tl.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for tl.indexer.watermark() < n {
+		if time.Now().After(deadline) {
+			tl.t.Fatalf("index watermark %d, want %d", tl.indexer.watermark(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestSubmitAndReplay(t *testing.T) {
+	tl := newTestLog(t)
+	a := tl.mustSubmit(tl.projection("urn:p:1"))
+	b := tl.mustSubmit(tl.projection("urn:p:2"))
+	if a.Index != 0 || b.Index != 1 {
+		t.Errorf("indexes %d, %d; want 0, 1", a.Index, b.Index)
+	}
+	// A replay is refused whether the first is still in memory or only in
+	// the index.
+	err := tl.wantRefused(tl.projection("urn:p:1"), receipts.CodeProjectionReplay)
+	var re *ReplayError
+	if !errors.As(err, &re) || re.FirstIndex != 0 {
+		t.Errorf("replay error %v, want first index 0", err)
+	}
+	tl.waitIndexed(2)
+	err = tl.wantRefused(tl.projection("urn:p:2"), receipts.CodeProjectionReplay)
+	if !errors.As(err, &re) || re.FirstIndex != 1 {
+		t.Errorf("replay error %v, want first index 1", err)
+	}
+	// Same id, other kind: separate namespaces.
+	tl.mustSubmit(tl.tombstone("urn:p:1", receipts.Digest([]byte("x"))))
+	leaf, err := tl.ReadLeaf(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := receipts.ParseReceipt(leaf); err != nil || r.ID() != "urn:p:1" {
+		t.Errorf("leaf 0 = %v, %v", r, err)
+	}
+}
+
+func TestConcurrentSingleUse(t *testing.T) {
+	tl := newTestLog(t)
+	sub := tl.projection("urn:p:contested")
+	const n = 1000
+	var wg sync.WaitGroup
+	results := make([]error, n)
+	indexes := make([]uint64, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			acc, err := tl.Submit(context.Background(), sub)
+			results[i] = err
+			if err == nil {
+				indexes[i] = acc.Index
+			}
+		}(i)
+	}
+	wg.Wait()
+	ok, first := 0, uint64(0)
+	for i, err := range results {
+		if err == nil {
+			ok++
+			first = indexes[i]
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d submissions accepted, want exactly 1", ok)
+	}
+	for _, err := range results {
+		var re *ReplayError
+		if err != nil && (!errors.As(err, &re) || re.FirstIndex != first) {
+			t.Fatalf("refusal %v, want projection_replay naming index %d", err, first)
+		}
+	}
+}
+
+func TestVerificationRefusals(t *testing.T) {
+	tl := newTestLog(t)
+	other, _ := gen.NewSigners()
+	r, _, _ := other.Projection("urn:p:other", time.Now(), 1, 10)
+	tl.wantRefused(&receipts.Submission{Receipt: r}, receipts.CodeSignatureInvalid)
+	old, _, _ := tl.s.Projection("urn:p:old", time.Now().Add(-10*time.Minute), 1, 10)
+	tl.wantRefused(&receipts.Submission{Receipt: old}, receipts.CodeTrustSnapshotStale)
+	future, _, _ := tl.s.Projection("urn:p:future", time.Now().Add(10*time.Minute), 1, 10)
+	tl.wantRefused(&receipts.Submission{Receipt: future}, receipts.CodeRecordFromFuture)
+	big, _, _ := tl.s.Projection("urn:p:big", time.Now(), 300, 200)
+	tl.wantRefused(&receipts.Submission{Receipt: big}, receipts.CodeTooLarge)
+	ots, _ := other.Tombstone("urn:t:x", receipts.Digest(nil), time.Now())
+	tl.wantRefused(&receipts.Submission{Receipt: ots}, receipts.CodeKeyNotPinned)
+	// Revocation takes effect for later submissions only.
+	acc := tl.mustSubmit(tl.projection("urn:p:before-revocation"))
+	tr := *tl.Trust()
+	pin := *tr.Adapters[0]
+	at := time.Now().Add(-time.Second)
+	pin.RevokedAt = &at
+	tr.Adapters = []*receipts.AdapterPin{&pin}
+	tl.SetTrust(&tr)
+	tl.wantRefused(tl.projection("urn:p:after-revocation"), receipts.CodeAdapterKeyRevoked)
+	leaf, err := tl.ReadLeaf(context.Background(), acc.Index)
+	if err != nil || leafHash(leaf) != acc.LeafHash {
+		t.Errorf("entry logged before revocation changed: %v", err)
+	}
+	if size, _ := tl.IntegratedSize(context.Background()); size != 1 {
+		t.Errorf("tree size %d after refusals, want 1", size)
+	}
+}
+
+func TestLineage(t *testing.T) {
+	tl := newTestLog(t)
+	items := gen.Items("doc", 5)
+	c1 := tl.compaction("urn:c:1", items, "", nil)
+	tl.mustSubmit(c1)
+	tl.wantRefused(c1, receipts.CodeCompactionReplay)
+	// A compaction with the wrong ceiling never reaches the log.
+	bad, mf, _ := tl.s.Compaction("urn:c:bad", items, "", nil, receipts.DefaultLattice)
+	bad.InheritedSensitivityCeiling = "PUBLIC"
+	bad, _ = receipts.SignCompaction(bad, tl.s.Compactor)
+	tl.wantRefused(&receipts.Submission{Receipt: bad, Manifest: mf}, receipts.CodeSensitivityCeilingMismatch)
+
+	// Purge item 2.
+	purged := items[2].ItemDigest
+	tl.mustSubmit(tl.tombstone("urn:t:1", purged))
+	tl.wantRefused(tl.tombstone("urn:t:2", purged), receipts.CodeItemPurged)
+	// Any new compaction including it is refused.
+	tl.wantRefused(tl.compaction("urn:c:again", items, "", nil), receipts.CodeItemPurged)
+	rest := append(append([]receipts.ManifestItem{}, items[:2]...), items[3:]...)
+	// Supersession: wrong manifest, missing Bloom entry, unknown target.
+	tl.wantRefused(tl.compaction("urn:c:2", rest[:3], "urn:c:1", []string{purged}), receipts.CodeSupersessionInvalid)
+	tl.wantRefused(tl.compaction("urn:c:2", rest, "urn:c:1", nil), receipts.CodeSupersessionInvalid)
+	tl.wantRefused(tl.compaction("urn:c:2", rest, "urn:c:none", []string{purged}), receipts.CodeSupersessionInvalid)
+	reordered := []receipts.ManifestItem{rest[1], rest[0], rest[2], rest[3]}
+	tl.wantRefused(tl.compaction("urn:c:2", reordered, "urn:c:1", []string{purged}), receipts.CodeSupersessionInvalid)
+	tl.mustSubmit(tl.compaction("urn:c:2", rest, "urn:c:1", []string{purged}))
+	// Only once.
+	tl.wantRefused(tl.compaction("urn:c:3", rest, "urn:c:1", []string{purged}), receipts.CodeSupersessionInvalid)
+
+	tl.waitIndexed(3)
+	ctx := context.Background()
+	c1i, err := tl.Index().Compaction(ctx, "urn:c:1")
+	if err != nil || c1i.State() != "superseded" || c1i.SupersededBy != "urn:c:2" {
+		t.Errorf("urn:c:1 = %+v, %v; want superseded by urn:c:2", c1i, err)
+	}
+	c2i, _ := tl.Index().Compaction(ctx, "urn:c:2")
+	if c2i.State() != "current" || c2i.ItemCount != 4 {
+		t.Errorf("urn:c:2 = %+v", c2i)
+	}
+	// Purging an item of the current compaction leaves it awaiting
+	// re-compaction.
+	tl.mustSubmit(tl.tombstone("urn:t:3", rest[0].ItemDigest))
+	tl.waitIndexed(4)
+	c2i, _ = tl.Index().Compaction(ctx, "urn:c:2")
+	if c2i.State() != "awaiting_recompaction" || c2i.PurgedItems != 1 {
+		t.Errorf("urn:c:2 after purge = %+v", c2i)
+	}
+	inc, _ := tl.Index().CompactionsIncluding(ctx, rest[1].ItemDigest)
+	if len(inc) != 2 {
+		t.Errorf("item included by %d compactions, want 2", len(inc))
+	}
+	// The lineage survives a restart.
+	tl2 := tl.reopen()
+	tl2.mustSubmit(tl2.compaction("urn:c:4", rest[1:], "urn:c:2", []string{rest[0].ItemDigest}))
+	tl2.wantRefused(tl2.compaction("urn:c:5", rest[1:], "urn:c:2", []string{rest[0].ItemDigest}), receipts.CodeSupersessionInvalid)
+}
+
+func TestConcurrentLineage(t *testing.T) {
+	// Tombstones racing compactions: whatever the interleaving, no
+	// compaction logged after a tombstone includes its item.
+	tl := newTestLog(t)
+	items := gen.Items("race", 40)
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(2)
+		go func(i int) {
+			defer wg.Done()
+			tl.Submit(context.Background(), tl.tombstone(fmt.Sprint("urn:t:", i), items[i].ItemDigest))
+		}(i)
+		go func(i int) {
+			defer wg.Done()
+			tl.Submit(context.Background(), tl.compaction(fmt.Sprint("urn:c:", i), items[i:i+1], "", nil))
+		}(i)
+	}
+	wg.Wait()
+	size, _ := tl.IntegratedSize(context.Background())
+	tombstoned := map[string]uint64{}
+	for i := uint64(0); i < size; i++ {
+		leaf, err := tl.ReadLeaf(context.Background(), i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := receipts.ParseReceipt(leaf)
+		switch r := r.(type) {
+		case *receipts.Tombstone:
+			tombstoned[r.ItemDigest] = i
+		case *receipts.Compaction:
+			raw, _ := tl.Manifests().Get(context.Background(), r.SourceItemsMerkleRoot)
+			mf, _ := receipts.ParseManifest(raw)
+			for _, it := range mf.Items {
+				if at, ok := tombstoned[it.ItemDigest]; ok {
+					t.Errorf("compaction %s at %d includes %s tombstoned at %d", r.EventID, i, it.ItemDigest, at)
+				}
+			}
+		}
+	}
+	if len(tombstoned) != 40 {
+		t.Errorf("%d tombstones logged, want 40", len(tombstoned))
+	}
+}
+
+func TestRestartCatchesUpIndex(t *testing.T) {
+	tl := newTestLog(t)
+	for i := 0; i < 300; i++ {
+		tl.mustSubmit(tl.projection(fmt.Sprint("urn:p:", i)))
+	}
+	tl.waitIndexed(300)
+	// Simulate a crash after sequencing but before indexing: roll the index
+	// back and reopen.
+	if err := tl.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := OpenSQLiteIndex(tl.dir + "/index.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx.Reset(context.Background())
+	idx.Close()
+	tl2 := openTestLog(t, tl.dir, tl.skey, tl.s)
+	defer tl2.Close(context.Background())
+	if wm := tl2.indexer.watermark(); wm != 300 {
+		t.Fatalf("watermark after reopen %d, want 300", wm)
+	}
+	tl2.wantRefused(tl2.projection("urn:p:123"), receipts.CodeProjectionReplay)
+}
+
+func TestProofs(t *testing.T) {
+	tl := newTestLog(t)
+	var accs []*Accepted
+	for i := 0; i < 20; i++ {
+		accs = append(accs, tl.mustSubmit(tl.projection(fmt.Sprint("urn:p:", i))))
+	}
+	ctx := context.Background()
+	cp, err := tl.WaitPublished(ctx, 19)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := verifier.ParsePolicy([]byte("log " + tl.VerifierKey() + "\nquorum none\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range accs {
+		p, err := tl.InclusionProof(ctx, a.Index, cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := verifier.VerifyProof(policy, p, a.LeafHash[:]); err != nil {
+			t.Errorf("proof of %d: %v\n%s", a.Index, err, p)
+		}
+	}
+	if _, err := tl.ConsistencyProof(ctx, 5, 20); err != nil {
+		t.Errorf("ConsistencyProof: %v", err)
+	}
+}

@@ -1,0 +1,112 @@
+package log
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memtrail/memtrail/receipts"
+)
+
+// Metrics are the log's counters, written in the Prometheus text format by
+// WriteTo.
+type Metrics struct {
+	mu       sync.Mutex
+	accepted map[receipts.Kind]uint64
+	refused  map[[2]string]uint64 // kind, code
+	latency  histogram
+
+	pushback    atomic.Uint64
+	indexErrors atomic.Uint64
+	treeSize    atomic.Uint64
+	indexed     atomic.Uint64
+}
+
+func newMetrics() *Metrics {
+	return &Metrics{accepted: map[receipts.Kind]uint64{}, refused: map[[2]string]uint64{}, latency: newHistogram()}
+}
+
+func (m *Metrics) observeSubmit(kind receipts.Kind, err error, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil {
+		m.accepted[kind]++
+		m.latency.observe(d.Seconds())
+		return
+	}
+	code := string(receipts.ErrorCode(err))
+	if code == "" {
+		code = "internal"
+		if isPushback(err) {
+			code = "pushback"
+		}
+	}
+	m.refused[[2]string{string(kind), code}]++
+}
+
+// Refused counts a refusal decided before a submission reached the log
+// (for example a parse failure in the HTTP layer).
+func (m *Metrics) Refused(kind receipts.Kind, code receipts.Code) {
+	m.mu.Lock()
+	m.refused[[2]string{string(kind), string(code)}]++
+	m.mu.Unlock()
+}
+
+// histogram is a fixed-bucket latency histogram.
+type histogram struct {
+	bounds []float64
+	counts []uint64
+	sum    float64
+	n      uint64
+}
+
+func newHistogram() histogram {
+	b := []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+	return histogram{bounds: b, counts: make([]uint64, len(b))}
+}
+
+func (h *histogram) observe(v float64) {
+	for i, b := range h.bounds {
+		if v <= b {
+			h.counts[i]++
+		}
+	}
+	h.sum += v
+	h.n++
+}
+
+// WriteMetrics writes the metrics; checkpointAge is the age of the latest
+// published checkpoint (negative if unknown).
+func (m *Metrics) WriteMetrics(w io.Writer, treeSize uint64, checkpointAge time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fmt.Fprintf(w, "# HELP memtrail_submissions_accepted_total Receipts logged, by kind.\n# TYPE memtrail_submissions_accepted_total counter\n")
+	kinds := []receipts.Kind{receipts.KindProjection, receipts.KindCompaction, receipts.KindTombstone}
+	for _, k := range kinds {
+		fmt.Fprintf(w, "memtrail_submissions_accepted_total{kind=%q} %d\n", k, m.accepted[k])
+	}
+	fmt.Fprintf(w, "# HELP memtrail_submissions_refused_total Submissions refused, by kind and code.\n# TYPE memtrail_submissions_refused_total counter\n")
+	keys := make([][2]string, 0, len(m.refused))
+	for k := range m.refused {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i][0]+keys[i][1] < keys[j][0]+keys[j][1] })
+	for _, k := range keys {
+		fmt.Fprintf(w, "memtrail_submissions_refused_total{kind=%q,code=%q} %d\n", k[0], k[1], m.refused[k])
+	}
+	fmt.Fprintf(w, "# HELP memtrail_ingest_seconds Time from submission to sequenced, for accepted receipts.\n# TYPE memtrail_ingest_seconds histogram\n")
+	for i, b := range m.latency.bounds {
+		fmt.Fprintf(w, "memtrail_ingest_seconds_bucket{le=\"%g\"} %d\n", b, m.latency.counts[i])
+	}
+	fmt.Fprintf(w, "memtrail_ingest_seconds_bucket{le=\"+Inf\"} %d\nmemtrail_ingest_seconds_sum %g\nmemtrail_ingest_seconds_count %d\n", m.latency.n, m.latency.sum, m.latency.n)
+	fmt.Fprintf(w, "# HELP memtrail_tree_size Entries integrated into the tree.\n# TYPE memtrail_tree_size gauge\nmemtrail_tree_size %d\n", treeSize)
+	fmt.Fprintf(w, "# HELP memtrail_index_watermark Entries applied to the index.\n# TYPE memtrail_index_watermark gauge\nmemtrail_index_watermark %d\n", m.indexed.Load())
+	if checkpointAge >= 0 {
+		fmt.Fprintf(w, "# HELP memtrail_checkpoint_age_seconds Age of the latest published checkpoint.\n# TYPE memtrail_checkpoint_age_seconds gauge\nmemtrail_checkpoint_age_seconds %g\n", checkpointAge.Seconds())
+	}
+	fmt.Fprintf(w, "# HELP memtrail_pushback_total Submissions refused because the log was overloaded.\n# TYPE memtrail_pushback_total counter\nmemtrail_pushback_total %d\n", m.pushback.Load())
+	fmt.Fprintf(w, "# HELP memtrail_index_errors_total Failed index transactions (retried).\n# TYPE memtrail_index_errors_total counter\nmemtrail_index_errors_total %d\n", m.indexErrors.Load())
+}

@@ -1,0 +1,143 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/memtrail/memtrail/verifier"
+	fmtlog "github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/tessera"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+	"github.com/transparency-dev/tessera/client"
+)
+
+// ErrNotPublished is returned for an index or size beyond the latest
+// published checkpoint.
+var ErrNotPublished = errors.New("not yet covered by a published checkpoint")
+
+// proofCache shares one proof builder per published checkpoint: its node
+// cache makes the many proofs released by one checkpoint cheap.
+type proofCache struct {
+	mu   sync.Mutex
+	size uint64
+	pb   *client.ProofBuilder
+}
+
+// Checkpoint returns the latest published checkpoint (with any witness
+// cosignatures) and its parsed body.
+func (l *Log) Checkpoint(ctx context.Context) ([]byte, *fmtlog.Checkpoint, error) {
+	raw, err := l.reader.ReadCheckpoint(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("couldn't read checkpoint: %w", err)
+	}
+	cp, _, _, err := fmtlog.ParseCheckpoint(raw, l.origin, l.verifier)
+	if err != nil {
+		return nil, nil, fmt.Errorf("published checkpoint does not verify: %w", err)
+	}
+	return raw, cp, nil
+}
+
+func (l *Log) proofBuilder(ctx context.Context, size uint64, f func(pb *client.ProofBuilder) error) error {
+	l.proofs.mu.Lock()
+	defer l.proofs.mu.Unlock()
+	if l.proofs.pb == nil || l.proofs.size != size {
+		pb, err := client.NewProofBuilder(ctx, size, l.reader.ReadTile)
+		if err != nil {
+			return fmt.Errorf("couldn't build proofs at size %d: %w", size, err)
+		}
+		l.proofs.pb, l.proofs.size = pb, size
+	}
+	return f(l.proofs.pb)
+}
+
+// InclusionProof returns the C2SP tlog-proof of the entry at index against
+// the signed checkpoint cp (which must be one of this log's and cover it).
+func (l *Log) InclusionProof(ctx context.Context, index uint64, cp []byte) ([]byte, error) {
+	c, _, _, err := fmtlog.ParseCheckpoint(cp, l.origin, l.verifier)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint does not verify: %w", err)
+	}
+	if index >= c.Size {
+		return nil, fmt.Errorf("index %d at size %d: %w", index, c.Size, ErrNotPublished)
+	}
+	var path [][]byte
+	err = l.proofBuilder(ctx, c.Size, func(pb *client.ProofBuilder) error {
+		var err error
+		path, err = pb.InclusionProof(ctx, index)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couldn't build inclusion proof: %w", err)
+	}
+	return verifier.FormatProof(index, path, cp), nil
+}
+
+// LatestInclusionProof returns the tlog-proof of index against the latest
+// published checkpoint.
+func (l *Log) LatestInclusionProof(ctx context.Context, index uint64) ([]byte, error) {
+	cp, _, err := l.Checkpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.InclusionProof(ctx, index, cp)
+}
+
+// ConsistencyProof returns the RFC 9162 consistency proof from size from
+// to size to, which must not exceed the published size.
+func (l *Log) ConsistencyProof(ctx context.Context, from, to uint64) ([][]byte, error) {
+	_, c, err := l.Checkpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if from > to {
+		return nil, fmt.Errorf("consistency from %d to %d: the first size must not exceed the second", from, to)
+	}
+	if to > c.Size {
+		return nil, fmt.Errorf("size %d (published size %d): %w", to, c.Size, ErrNotPublished)
+	}
+	var path [][]byte
+	err = l.proofBuilder(ctx, c.Size, func(pb *client.ProofBuilder) error {
+		var err error
+		path, err = pb.ConsistencyProof(ctx, from, to)
+		return err
+	})
+	return path, err
+}
+
+// WaitPublished blocks until a published checkpoint covers index and
+// returns that checkpoint.
+func (l *Log) WaitPublished(ctx context.Context, index uint64) ([]byte, error) {
+	_, cp, err := l.awaiter.Await(ctx, func() (tessera.Index, error) { return tessera.Index{Index: index}, nil })
+	if err != nil {
+		return nil, fmt.Errorf("couldn't wait for publication: %w", err)
+	}
+	return cp, nil
+}
+
+// ReadLeaf returns the logged bytes of the entry at index.
+func (l *Log) ReadLeaf(ctx context.Context, index uint64) ([]byte, error) {
+	size, err := l.reader.IntegratedSize(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read tree size: %w", err)
+	}
+	if index >= size {
+		return nil, fmt.Errorf("entry %d: %w", index, ErrNotFound)
+	}
+	bundle := index / layout.EntryBundleWidth
+	raw, err := l.reader.ReadEntryBundle(ctx, bundle, layout.PartialTileSize(0, bundle, size))
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read entry bundle %d: %w", bundle, err)
+	}
+	var b api.EntryBundle
+	if err := b.UnmarshalText(raw); err != nil {
+		return nil, fmt.Errorf("entry bundle %d is malformed: %w", bundle, err)
+	}
+	i := index % layout.EntryBundleWidth
+	if uint64(len(b.Entries)) <= i {
+		return nil, fmt.Errorf("entry bundle %d lacks entry %d", bundle, i)
+	}
+	return b.Entries[i], nil
+}

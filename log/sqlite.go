@@ -1,0 +1,296 @@
+package log
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/memtrail/memtrail/receipts"
+	_ "modernc.org/sqlite"
+)
+
+// SQLiteIndex is the embedded Index, a SQLite database (modernc.org/sqlite,
+// pure Go) in WAL mode. Single-use ids are stored as the first 16 bytes of
+// SHA-256(kind || 0x00 || id): a collision could only refuse a fresh id as a
+// replay, never let an id be logged twice, and at 2^-64 for four billion ids
+// it does not happen. The database uses synchronous=NORMAL: a crash may
+// lose the last transactions, never corrupt it, and the log re-applies them.
+type SQLiteIndex struct {
+	db *sql.DB
+}
+
+const sqliteSchema = `
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ids (h BLOB PRIMARY KEY, idx INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS counts (kind TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS compactions (
+	id TEXT PRIMARY KEY, idx INTEGER NOT NULL, root TEXT NOT NULL, item_count INTEGER NOT NULL,
+	supersedes TEXT NOT NULL, superseded_by TEXT NOT NULL, superseded_at INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS compaction_items (item TEXT NOT NULL, compaction TEXT NOT NULL, PRIMARY KEY (item, compaction)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS compaction_items_by_compaction ON compaction_items (compaction);
+CREATE TABLE IF NOT EXISTS tombstones (item TEXT PRIMARY KEY, id TEXT NOT NULL, idx INTEGER NOT NULL, purged_at INTEGER NOT NULL) WITHOUT ROWID;
+`
+
+// OpenSQLiteIndex opens or creates the index database at path.
+func OpenSQLiteIndex(path string) (*SQLiteIndex, error) {
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't open index database: %w", err)
+	}
+	db.SetMaxOpenConns(4)
+	if _, err := db.Exec(sqliteSchema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("couldn't create index schema in %s: %w", path, err)
+	}
+	var check string
+	if err := db.QueryRow("PRAGMA quick_check").Scan(&check); err != nil || check != "ok" {
+		db.Close()
+		if err == nil {
+			err = errors.New(check)
+		}
+		return nil, fmt.Errorf("index database %s is damaged: %w", path, err)
+	}
+	return &SQLiteIndex{db: db}, nil
+}
+
+func idHash(kind receipts.Kind, id string) []byte {
+	h := sha256.New()
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	return h.Sum(nil)[:16]
+}
+
+func (x *SQLiteIndex) Watermark(ctx context.Context) (uint64, error) {
+	var v int64
+	err := x.db.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'watermark'").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("couldn't read index watermark: %w", err)
+	}
+	return uint64(v), nil
+}
+
+func (x *SQLiteIndex) Apply(ctx context.Context, first uint64, entries []Entry) (err error) {
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("couldn't begin index transaction: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	var wm int64
+	switch err := tx.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'watermark'").Scan(&wm); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("couldn't read index watermark: %w", err)
+	}
+	if uint64(wm) != first {
+		return fmt.Errorf("apply from %d, watermark is %d: %w", first, wm, ErrOutOfOrder)
+	}
+	insID, err := tx.PrepareContext(ctx, "INSERT INTO ids (h, idx) VALUES (?, ?)")
+	if err != nil {
+		return fmt.Errorf("couldn't prepare index insert: %w", err)
+	}
+	defer insID.Close()
+	counts := map[receipts.Kind]int64{}
+	for i := range entries {
+		e := &entries[i]
+		if e.Index != first+uint64(i) {
+			return fmt.Errorf("entry %d carries index %d: %w", first+uint64(i), e.Index, ErrOutOfOrder)
+		}
+		if _, err := insID.ExecContext(ctx, idHash(e.Kind, e.ID), int64(e.Index)); err != nil {
+			return fmt.Errorf("couldn't index %s %q at %d: %w", e.Kind, e.ID, e.Index, err)
+		}
+		counts[e.Kind]++
+		switch e.Kind {
+		case receipts.KindCompaction:
+			if _, err := tx.ExecContext(ctx, "INSERT INTO compactions (id, idx, root, item_count, supersedes, superseded_by, superseded_at) VALUES (?, ?, ?, ?, ?, '', 0)",
+				e.ID, int64(e.Index), e.ManifestRoot, len(e.Items), e.Supersedes); err != nil {
+				return fmt.Errorf("couldn't index compaction %q: %w", e.ID, err)
+			}
+			for _, item := range e.Items {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO compaction_items (item, compaction) VALUES (?, ?)", item, e.ID); err != nil {
+					return fmt.Errorf("couldn't index items of compaction %q: %w", e.ID, err)
+				}
+			}
+			if e.Supersedes != "" {
+				if _, err := tx.ExecContext(ctx, "UPDATE compactions SET superseded_by = ?, superseded_at = ? WHERE id = ? AND superseded_by = ''",
+					e.ID, int64(e.Index), e.Supersedes); err != nil {
+					return fmt.Errorf("couldn't mark compaction %q superseded: %w", e.Supersedes, err)
+				}
+			}
+		case receipts.KindTombstone:
+			if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO tombstones (item, id, idx, purged_at) VALUES (?, ?, ?, ?)",
+				e.Item, e.ID, int64(e.Index), e.PurgedAt); err != nil {
+				return fmt.Errorf("couldn't index tombstone %q: %w", e.ID, err)
+			}
+		}
+	}
+	for kind, n := range counts {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO counts (kind, n) VALUES (?, ?) ON CONFLICT (kind) DO UPDATE SET n = n + excluded.n", string(kind), n); err != nil {
+			return fmt.Errorf("couldn't update counts: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO meta (k, v) VALUES ('watermark', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", int64(first)+int64(len(entries))); err != nil {
+		return fmt.Errorf("couldn't advance index watermark: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("couldn't commit index transaction: %w", err)
+	}
+	return nil
+}
+
+func (x *SQLiteIndex) LookupID(ctx context.Context, kind receipts.Kind, id string) (uint64, error) {
+	var idx int64
+	err := x.db.QueryRowContext(ctx, "SELECT idx FROM ids WHERE h = ?", idHash(kind, id)).Scan(&idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("%s %q: %w", kind, id, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("couldn't look up %s %q: %w", kind, id, err)
+	}
+	return uint64(idx), nil
+}
+
+const compactionColumns = `c.id, c.idx, c.root, c.item_count, c.supersedes, c.superseded_by, c.superseded_at,
+	(SELECT count(*) FROM compaction_items ci JOIN tombstones t ON t.item = ci.item WHERE ci.compaction = c.id),
+	(SELECT coalesce(min(t.idx), 0) FROM compaction_items ci JOIN tombstones t ON t.item = ci.item WHERE ci.compaction = c.id)`
+
+func scanCompaction(row interface{ Scan(...any) error }) (*CompactionInfo, error) {
+	c := &CompactionInfo{}
+	var idx, supAt, since int64
+	if err := row.Scan(&c.ID, &idx, &c.ManifestRoot, &c.ItemCount, &c.Supersedes, &c.SupersededBy, &supAt, &c.PurgedItems, &since); err != nil {
+		return nil, err
+	}
+	c.Index, c.SupersededAt, c.PurgedSinceAt = uint64(idx), uint64(supAt), uint64(since)
+	return c, nil
+}
+
+func (x *SQLiteIndex) Compaction(ctx context.Context, id string) (*CompactionInfo, error) {
+	c, err := scanCompaction(x.db.QueryRowContext(ctx, "SELECT "+compactionColumns+" FROM compactions c WHERE c.id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("compaction %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couldn't look up compaction %q: %w", id, err)
+	}
+	return c, nil
+}
+
+func (x *SQLiteIndex) CompactionsIncluding(ctx context.Context, item string) ([]*CompactionInfo, error) {
+	rows, err := x.db.QueryContext(ctx, "SELECT "+compactionColumns+" FROM compaction_items i JOIN compactions c ON c.id = i.compaction WHERE i.item = ? ORDER BY c.idx", item)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't look up compactions of item %s: %w", item, err)
+	}
+	defer rows.Close()
+	var out []*CompactionInfo
+	for rows.Next() {
+		c, err := scanCompaction(rows)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't read compactions of item %s: %w", item, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("couldn't read compactions of item %s: %w", item, err)
+	}
+	return out, nil
+}
+
+func (x *SQLiteIndex) Tombstone(ctx context.Context, item string) (*TombstoneInfo, error) {
+	t := &TombstoneInfo{Item: item}
+	var idx int64
+	err := x.db.QueryRowContext(ctx, "SELECT id, idx, purged_at FROM tombstones WHERE item = ?", item).Scan(&t.ID, &idx, &t.PurgedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("tombstone of %s: %w", item, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couldn't look up tombstone of %s: %w", item, err)
+	}
+	t.Index = uint64(idx)
+	return t, nil
+}
+
+func (x *SQLiteIndex) TombstonesOf(ctx context.Context, items []string) (map[string]*TombstoneInfo, error) {
+	out := map[string]*TombstoneInfo{}
+	const chunk = 500
+	for start := 0; start < len(items); start += chunk {
+		part := items[start:min(start+chunk, len(items))]
+		q := make([]byte, 0, 64+2*len(part))
+		q = append(q, "SELECT item, id, idx, purged_at FROM tombstones WHERE item IN ("...)
+		args := make([]any, len(part))
+		for i, it := range part {
+			if i > 0 {
+				q = append(q, ',')
+			}
+			q = append(q, '?')
+			args[i] = it
+		}
+		q = append(q, ')')
+		rows, err := x.db.QueryContext(ctx, string(q), args...)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't look up tombstones: %w", err)
+		}
+		for rows.Next() {
+			t := &TombstoneInfo{}
+			var idx int64
+			if err := rows.Scan(&t.Item, &t.ID, &idx, &t.PurgedAt); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("couldn't read tombstones: %w", err)
+			}
+			t.Index = uint64(idx)
+			out[t.Item] = t
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("couldn't read tombstones: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func (x *SQLiteIndex) Counts(ctx context.Context) (map[receipts.Kind]uint64, error) {
+	rows, err := x.db.QueryContext(ctx, "SELECT kind, n FROM counts")
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read counts: %w", err)
+	}
+	defer rows.Close()
+	out := map[receipts.Kind]uint64{}
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return nil, fmt.Errorf("couldn't read counts: %w", err)
+		}
+		out[receipts.Kind(k)] = uint64(n)
+	}
+	return out, rows.Err()
+}
+
+func (x *SQLiteIndex) Reset(ctx context.Context) error {
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("couldn't begin index reset: %w", err)
+	}
+	for _, table := range []string{"meta", "ids", "counts", "compactions", "compaction_items", "tombstones"} {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+table); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("couldn't reset index table %s: %w", table, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("couldn't commit index reset: %w", err)
+	}
+	return nil
+}
+
+func (x *SQLiteIndex) Close() error { return x.db.Close() }
