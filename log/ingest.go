@@ -250,5 +250,4 @@ func leafHash(leaf []byte) [32]byte {
 	return h
 }
 
-
 func isPushback(err error) bool { return errors.Is(err, tessera.ErrPushback) }

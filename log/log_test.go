@@ -316,9 +316,15 @@ func TestConcurrentLineage(t *testing.T) {
 
 func TestRestartCatchesUpIndex(t *testing.T) {
 	tl := newTestLog(t)
+	var wg sync.WaitGroup
 	for i := 0; i < 300; i++ {
-		tl.mustSubmit(tl.projection(fmt.Sprint("urn:p:", i)))
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			tl.mustSubmit(tl.projection(fmt.Sprint("urn:p:", i)))
+		}(i)
 	}
+	wg.Wait()
 	tl.waitIndexed(300)
 	// Simulate a crash after sequencing but before indexing: roll the index
 	// back and reopen.

@@ -52,7 +52,7 @@ func pub(k ed25519.PrivateKey) ed25519.PublicKey { return k.Public().(ed25519.Pu
 func (s *Signers) Trust(validFrom time.Time) *receipts.Trust {
 	cp, ip := pub(s.Compactor), pub(s.Issuer)
 	return &receipts.Trust{
-		Adapters: []*receipts.AdapterPin{{AdapterID: s.AdapterID, KeyID: s.AdapterKeyID, PublicKey: pub(s.Adapter), Status: "active", ValidFrom: validFrom}},
+		Adapters:   []*receipts.AdapterPin{{AdapterID: s.AdapterID, KeyID: s.AdapterKeyID, PublicKey: pub(s.Adapter), Status: "active", ValidFrom: validFrom}},
 		Compactors: receipts.Keyring{receipts.KeyID(cp): {Name: "dev-compactor", PublicKey: cp, KID: receipts.KeyID(cp), ValidFrom: validFrom}},
 		Issuers:    receipts.Keyring{receipts.KeyID(ip): {Name: "dev-issuer", PublicKey: ip, KID: receipts.KeyID(ip), ValidFrom: validFrom}},
 		Freshness:  receipts.DefaultFreshness,
