@@ -425,3 +425,38 @@ func TestParseSubmission(t *testing.T) {
 		t.Errorf("unknown kind: %v", err)
 	}
 }
+
+func TestSourceProofDocument(t *testing.T) {
+	_, priv, _ := GenerateKey()
+	mf := testManifest(t, 9, func(int) string { return "INTERNAL" }, func(i int) int64 { return int64(1000 + i) })
+	c := signedCompactionFor(t, mf, priv, "INTERNAL", 1000)
+	for i := range mf.Items {
+		sp, err := NewSourceProof(c, mf, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseSourceProof(sp.Marshal())
+		if err != nil {
+			t.Fatalf("ParseSourceProof(Marshal()) = %v\n%s", err, sp.Marshal())
+		}
+		if err := back.Verify(c); err != nil {
+			t.Errorf("item %d: %v", i, err)
+		}
+	}
+	sp, _ := NewSourceProof(c, mf, 3)
+	bad := *sp
+	bad.TreeSize = 10
+	if ErrorCode(bad.Verify(c)) != CodeSourceProofInvalid {
+		t.Errorf("tree size other than source_item_count accepted")
+	}
+	bad = *sp
+	bad.Item.Sensitivity = "PUBLIC"
+	if ErrorCode(bad.Verify(c)) != CodeSourceProofInvalid {
+		t.Errorf("relabelled item accepted")
+	}
+	bad = *sp
+	bad.Index = 4
+	if ErrorCode(bad.Verify(c)) != CodeSourceProofInvalid {
+		t.Errorf("moved item accepted")
+	}
+}

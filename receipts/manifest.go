@@ -33,7 +33,6 @@ type ManifestItem struct {
 	ItemDigest  string
 	Sensitivity string
 	ExpiresAt   int64 // 0 when the item never expires
-	leaf        []byte
 }
 
 // ManifestVersion is the manifest_version of this profile.
@@ -139,11 +138,8 @@ func (it *ManifestItem) value() value {
 
 // Leaf returns JCS(item), the item's leaf in the source tree.
 func (it *ManifestItem) Leaf() []byte {
-	if it.leaf == nil {
-		v := it.value()
-		it.leaf = appendCanonical(nil, &v)
-	}
-	return it.leaf
+	v := it.value()
+	return appendCanonical(nil, &v)
 }
 
 // LeafHash returns the RFC 9162 leaf hash of the item.
@@ -158,8 +154,7 @@ func (mf *Manifest) finish() {
 	for i := range mf.Items {
 		it := &mf.Items[i]
 		items[i] = it.value()
-		it.leaf = appendCanonical(nil, &items[i])
-		mf.leafHashes[i] = rfc6962.DefaultHasher.HashLeaf(it.leaf)
+		mf.leafHashes[i] = rfc6962.DefaultHasher.HashLeaf(appendCanonical(nil, &items[i]))
 		if err := r.Append(mf.leafHashes[i], nil); err != nil {
 			panic(err) // appending to a range that starts at 0 cannot fail
 		}

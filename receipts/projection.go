@@ -135,6 +135,10 @@ const maxShortString = 1024
 //  3. exclusions.total is the sum of the reasons (CodeExclusionCountMismatch);
 //  4. every nonclaim is NOT_ESTABLISHED (CodeNonclaimInvalid).
 //
+// Step 1 includes one rule across members: trust_evaluated_at may not be
+// later than created_at, since the producer evaluates trust before it
+// selects and signs (section 6, steps 1 and 5).
+//
 // The signature is checked by VerifyProjectionSignature.
 func ParseProjectionRecord(data []byte) (*ProjectionRecord, error) {
 	if len(data) > MaxProjectionRecordSize {
@@ -224,6 +228,11 @@ func projectionFromTree(tree *value, sizeHint int) (*ProjectionRecord, error) {
 		d.fail("proof.key_id", "must equal adapter.key_id")
 	}
 	if d.err != nil {
+		return nil, d.err
+	}
+
+	if r.SelectionContext.TrustEvaluatedAt.After(r.CreatedAt) {
+		d.fail("selection_context.trust_evaluated_at", "is after created_at; trust is evaluated before the record is made")
 		return nil, d.err
 	}
 

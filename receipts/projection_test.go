@@ -188,7 +188,7 @@ func TestProjectionInteropCases(t *testing.T) {
 				m["delivered"].([]any)[1].(map[string]any)["derived_trust"] = "trusted"
 			})
 		}, nil},
-		{"trust_evaluated_after_created_at", CodeSignatureInvalid, func() []byte {
+		{"trust_evaluated_after_created_at", CodeRecordInvalid, func() []byte {
 			return mutate(t, fx.record, func(m map[string]any) {
 				m["selection_context"].(map[string]any)["trust_evaluated_at"] = "2026-07-29T17:00:02.000Z"
 			})
