@@ -106,6 +106,14 @@ type Index interface {
 	// Counts returns the number of entries of each kind.
 	Counts(ctx context.Context) (map[receipts.Kind]uint64, error)
 
+	// PutCheckpoint records a signed checkpoint the log published, and
+	// CheckpointAt returns the one recorded for size. Checkpoints cannot be
+	// re-derived from the log, so Reset keeps them.
+	PutCheckpoint(ctx context.Context, size uint64, signed []byte) error
+	CheckpointAt(ctx context.Context, size uint64) ([]byte, error)
+	// LatestCheckpoint returns the recorded checkpoint of greatest size.
+	LatestCheckpoint(ctx context.Context) (uint64, []byte, error)
+
 	Reset(ctx context.Context) error
 	Close() error
 }

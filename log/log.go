@@ -207,10 +207,14 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		}
 		l.logger.Info("index caught up", "entries", size-wm, "duration", time.Since(start))
 	}
-	l.done.Add(1)
+	l.done.Add(2)
 	go func() {
 		defer l.done.Done()
 		l.indexer.run(runCtx)
+	}()
+	go func() {
+		defer l.done.Done()
+		l.archiveCheckpoints(runCtx)
 	}()
 	l.Metrics.treeSize.Store(size)
 	return l, nil

@@ -23,7 +23,34 @@ type Metrics struct {
 	indexErrors atomic.Uint64
 	treeSize    atomic.Uint64
 	indexed     atomic.Uint64
+
+	cpMu   sync.Mutex
+	cpSize uint64
+	cpSeen time.Time // when a checkpoint of cpSize was first seen
 }
+
+// checkpointSeen notes the size of the published checkpoint, for its age.
+func (m *Metrics) checkpointSeen(size uint64) {
+	m.cpMu.Lock()
+	if size != m.cpSize || m.cpSeen.IsZero() {
+		m.cpSize, m.cpSeen = size, time.Now()
+	}
+	m.cpMu.Unlock()
+}
+
+// CheckpointAge returns how long the latest published checkpoint has been
+// the latest, or -1 if none has been seen.
+func (m *Metrics) CheckpointAge() time.Duration {
+	m.cpMu.Lock()
+	defer m.cpMu.Unlock()
+	if m.cpSeen.IsZero() {
+		return -1
+	}
+	return time.Since(m.cpSeen)
+}
+
+// TreeSize returns the last integrated tree size seen.
+func (m *Metrics) TreeSize() uint64 { return m.treeSize.Load() }
 
 func newMetrics() *Metrics {
 	return &Metrics{accepted: map[receipts.Kind]uint64{}, refused: map[[2]string]uint64{}, latency: newHistogram()}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/memtrail/memtrail/verifier"
 	fmtlog "github.com/transparency-dev/formats/log"
@@ -24,6 +25,50 @@ type proofCache struct {
 	mu   sync.Mutex
 	size uint64
 	pb   *client.ProofBuilder
+}
+
+// archiveCheckpoints records every newly published checkpoint, so proofs
+// can be given against any checkpoint the log has published, and keeps the
+// tree size and checkpoint age metrics.
+func (l *Log) archiveCheckpoints(ctx context.Context) {
+	t := time.NewTicker(l.cfg.CheckpointInterval / 2)
+	defer t.Stop()
+	var last uint64
+	if size, _, err := l.index.LatestCheckpoint(ctx); err == nil {
+		last = size
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if size, err := l.reader.IntegratedSize(ctx); err == nil {
+			l.Metrics.treeSize.Store(size)
+		}
+		raw, cp, err := l.Checkpoint(ctx)
+		if err != nil {
+			continue
+		}
+		l.Metrics.checkpointSeen(cp.Size)
+		if cp.Size == last || cp.Size == 0 {
+			continue
+		}
+		if err := l.index.PutCheckpoint(ctx, cp.Size, raw); err != nil {
+			l.logger.Error("couldn't record checkpoint", "size", cp.Size, "error", err)
+			continue
+		}
+		last = cp.Size
+	}
+}
+
+// CheckpointAt returns the signed checkpoint the log published at size.
+func (l *Log) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
+	raw, cp, err := l.Checkpoint(ctx)
+	if err == nil && cp.Size == size {
+		return raw, nil
+	}
+	return l.index.CheckpointAt(ctx, size)
 }
 
 // Checkpoint returns the latest published checkpoint (with any witness

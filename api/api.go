@@ -1,0 +1,114 @@
+// Package api is memtrail's HTTP interface: the C2SP tlog-tiles read API
+// over the log's tiles, the submission endpoints, lookups and proofs,
+// health and metrics. Routes are served by chi; everything else is plain
+// net/http so the handler can be driven with httptest.
+//
+// # Endpoints
+//
+//	GET  /checkpoint                         tlog-tiles checkpoint (with cosignatures)
+//	GET  /tile/<L>/<N>[.p/<W>]               tlog-tiles hash tiles
+//	GET  /tile/entries/<N>[.p/<W>]           tlog-tiles entry bundles
+//	GET  /v1/log                             origin, verifier key, sizes
+//	POST /v1/projections                     a projection record
+//	POST /v1/compactions                     {"eccr": …, "manifest": …}
+//	POST /v1/tombstones                      a purge tombstone
+//	POST /v1/batch                           NDJSON, one submission per line
+//	GET  /v1/projections/{id}                index, leaf hash, record, proof
+//	GET  /v1/compactions/{id}                lineage state, ECCR, proof
+//	GET  /v1/compactions/{id}/sources/{item}/proof
+//	GET  /v1/items/{digest}                  compactions including it, tombstone, state
+//	GET  /v1/manifests/{root}                the manifest (immutable)
+//	GET  /v1/checkpoints/{size}              a checkpoint the log published
+//	GET  /v1/proof/{index}[?size=N]          tlog-proof of an entry
+//	GET  /v1/consistency?from=A&to=B         RFC 9162 consistency proof
+//	GET  /healthz, /metrics
+//
+// Submissions answer 201 {"index", "leaf_hash", "kind", "id"}; with
+// ?wait=proof the answer comes once a published checkpoint covers the entry
+// and adds "checkpoint" and "proof" (tlog-proof text). Refusals are JSON
+// (see Refusal). Ids in paths are URL-escaped; each lookup by id also takes
+// ?id= instead.
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	mlog "github.com/memtrail/memtrail/log"
+)
+
+// Config configures a Server; zero values take the defaults shown.
+type Config struct {
+	// MaxBatchLines caps the lines of one /v1/batch request (default
+	// 100000).
+	MaxBatchLines int
+	// MaxBatchBytes caps a /v1/batch body (default 64 MiB).
+	MaxBatchBytes int64
+	// WaitTimeout bounds how long ?wait=proof waits for publication
+	// (default 60s).
+	WaitTimeout time.Duration
+	// Logger receives request errors (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Server serves one log.
+type Server struct {
+	log    *mlog.Log
+	cfg    Config
+	logger *slog.Logger
+}
+
+// New returns a Server for l.
+func New(l *mlog.Log, cfg Config) *Server {
+	if cfg.MaxBatchLines == 0 {
+		cfg.MaxBatchLines = 100000
+	}
+	if cfg.MaxBatchBytes == 0 {
+		cfg.MaxBatchBytes = 64 << 20
+	}
+	if cfg.WaitTimeout == 0 {
+		cfg.WaitTimeout = 60 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Server{log: l, cfg: cfg, logger: cfg.Logger}
+}
+
+// Handler returns the HTTP handler of every endpoint.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, Refusal{Code: codeNotFound, Detail: "no such endpoint: " + r.URL.Path})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, Refusal{Code: codeMethod, Detail: r.Method + " is not allowed on " + r.URL.Path})
+	})
+
+	r.Get("/checkpoint", s.serveCheckpoint)
+	r.Get("/tile/entries/*", s.serveEntries)
+	r.Get("/tile/*", s.serveTile)
+
+	r.Get("/v1/log", s.serveLogInfo)
+	r.Post("/v1/projections", s.submitHandler("projection"))
+	r.Post("/v1/compactions", s.submitHandler("compaction"))
+	r.Post("/v1/tombstones", s.submitHandler("tombstone"))
+	r.Post("/v1/batch", s.serveBatch)
+
+	r.Get("/v1/projections", s.serveProjection)
+	r.Get("/v1/projections/{id}", s.serveProjection)
+	r.Get("/v1/compactions", s.serveCompaction)
+	r.Get("/v1/compactions/{id}", s.serveCompaction)
+	r.Get("/v1/compactions/{id}/sources/{item}/proof", s.serveSourceProof)
+	r.Get("/v1/items/{digest}", s.serveItem)
+	r.Get("/v1/manifests/{root}", s.serveManifest)
+	r.Get("/v1/checkpoints/{size}", s.serveCheckpointAt)
+	r.Get("/v1/proof/{index}", s.serveProof)
+	r.Get("/v1/consistency", s.serveConsistency)
+
+	r.Get("/healthz", s.serveHealth)
+	r.Get("/metrics", s.serveMetrics)
+	return r
+}

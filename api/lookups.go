@@ -1,0 +1,376 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/receipts"
+	"github.com/memtrail/memtrail/verifier"
+)
+
+// LogInfo is the body of GET /v1/log.
+type LogInfo struct {
+	Origin         string `json:"origin"`
+	VerifierKey    string `json:"verifier_key"`
+	TreeSize       uint64 `json:"tree_size"`       // of the latest published checkpoint
+	IntegratedSize uint64 `json:"integrated_size"` // sequenced, possibly not yet published
+}
+
+func (s *Server) serveLogInfo(w http.ResponseWriter, r *http.Request) {
+	info := LogInfo{Origin: s.log.Origin(), VerifierKey: s.log.VerifierKey()}
+	if _, cp, err := s.log.Checkpoint(r.Context()); err == nil {
+		info.TreeSize = cp.Size
+	}
+	size, err := s.log.IntegratedSize(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info.IntegratedSize = size
+	writeJSON(w, http.StatusOK, info)
+}
+
+// pathParam returns the URL-unescaped path parameter name, or the query
+// parameter alt when the path has none.
+func pathParam(r *http.Request, name, alt string) (string, error) {
+	raw := chi.URLParam(r, name)
+	if raw == "" {
+		if v := r.URL.Query().Get(alt); v != "" {
+			return v, nil
+		}
+		return "", badRequest("missing " + name)
+	}
+	v, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", badRequest("malformed escape in " + name)
+	}
+	return v, nil
+}
+
+// Entry is the common part of lookup answers.
+type Entry struct {
+	Index    uint64          `json:"index"`
+	LeafHash string          `json:"leaf_hash"`
+	Kind     string          `json:"kind"`
+	ID       string          `json:"id"`
+	Receipt  json.RawMessage `json:"receipt"`
+	// Proof is the entry's tlog-proof against the latest published
+	// checkpoint, or empty while no published checkpoint covers it.
+	Proof string `json:"proof,omitempty"`
+}
+
+func (s *Server) entry(ctx context.Context, kind receipts.Kind, id string) (*Entry, error) {
+	idx, err := s.log.Index().LookupID(ctx, kind, id)
+	if err != nil {
+		return nil, err
+	}
+	leaf, err := s.log.ReadLeaf(ctx, idx)
+	if err != nil {
+		return nil, err
+	}
+	lh := verifier.LeafHash(leaf)
+	e := &Entry{Index: idx, LeafHash: base64.StdEncoding.EncodeToString(lh), Kind: string(kind), ID: id, Receipt: leaf}
+	proof, err := s.log.LatestInclusionProof(ctx, idx)
+	switch {
+	case err == nil:
+		e.Proof = string(proof)
+	case errors.Is(err, mlog.ErrNotPublished):
+	default:
+		return nil, err
+	}
+	return e, nil
+}
+
+func (s *Server) serveProjection(w http.ResponseWriter, r *http.Request) {
+	id, err := pathParam(r, "id", "id")
+	if err == nil {
+		var e *Entry
+		if e, err = s.entry(r.Context(), receipts.KindProjection, id); err == nil {
+			writeJSON(w, http.StatusOK, e)
+			return
+		}
+	}
+	s.writeError(w, r, err)
+}
+
+// CompactionState is the body of GET /v1/compactions/{id}.
+type CompactionState struct {
+	Entry
+	State        string `json:"state"` // current, awaiting_recompaction or superseded
+	ManifestRoot string `json:"manifest_root"`
+	ItemCount    int    `json:"item_count"`
+	Supersedes   string `json:"supersedes,omitempty"`
+	SupersededBy string `json:"superseded_by,omitempty"`
+	SupersededAt uint64 `json:"superseded_at,omitempty"`
+	PurgedItems  int    `json:"purged_items"`
+}
+
+func (s *Server) serveCompaction(w http.ResponseWriter, r *http.Request) {
+	id, err := pathParam(r, "id", "id")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.log.Index().Compaction(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, err := s.entry(r.Context(), receipts.KindCompaction, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, CompactionState{
+		Entry: *e, State: info.State(), ManifestRoot: info.ManifestRoot, ItemCount: info.ItemCount,
+		Supersedes: info.Supersedes, SupersededBy: info.SupersededBy, SupersededAt: info.SupersededAt, PurgedItems: info.PurgedItems,
+	})
+}
+
+// ItemState is the body of GET /v1/items/{digest}.
+type ItemState struct {
+	Item string `json:"item"`
+	// State: "unknown" (in no compaction and not tombstoned), "retained"
+	// (not tombstoned), "purged" (tombstoned and every compaction that
+	// included it superseded), or "awaiting_recompaction" (tombstoned, and
+	// some compaction that includes it is not yet superseded).
+	State       string           `json:"state"`
+	Compactions []ItemCompaction `json:"compactions"`
+	Tombstone   *ItemTombstone   `json:"tombstone"`
+	Obligations []ItemCompaction `json:"open_obligations"`
+}
+
+// ItemCompaction names a compaction that includes an item.
+type ItemCompaction struct {
+	ID           string `json:"id"`
+	Index        uint64 `json:"index"`
+	State        string `json:"state"`
+	SupersededBy string `json:"superseded_by,omitempty"`
+}
+
+// ItemTombstone is an item's tombstone.
+type ItemTombstone struct {
+	ID       string `json:"id"`
+	Index    uint64 `json:"index"`
+	PurgedAt int64  `json:"purged_at"`
+}
+
+func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
+	item, err := pathParam(r, "digest", "digest")
+	if err == nil && !receipts.IsDigest(item) {
+		err = badRequest("an item digest is \"sha256:\" followed by 64 lowercase hex digits")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	cs, err := s.log.Index().CompactionsIncluding(ctx, item)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st := ItemState{Item: item, Compactions: []ItemCompaction{}, Obligations: []ItemCompaction{}}
+	for _, c := range cs {
+		st.Compactions = append(st.Compactions, ItemCompaction{ID: c.ID, Index: c.Index, State: c.State(), SupersededBy: c.SupersededBy})
+	}
+	ts, err := s.log.Index().Tombstone(ctx, item)
+	switch {
+	case err == nil:
+		st.Tombstone = &ItemTombstone{ID: ts.ID, Index: ts.Index, PurgedAt: ts.PurgedAt}
+	case !errors.Is(err, mlog.ErrNotFound):
+		s.writeError(w, r, err)
+		return
+	}
+	switch {
+	case st.Tombstone == nil && len(cs) == 0:
+		st.State = "unknown"
+	case st.Tombstone == nil:
+		st.State = "retained"
+	default:
+		st.State = "purged"
+		for _, c := range st.Compactions {
+			if c.State != "superseded" {
+				st.State = "awaiting_recompaction"
+				st.Obligations = append(st.Obligations, c)
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request) {
+	root, err := pathParam(r, "root", "root")
+	if err == nil && !receipts.IsDigest(root) {
+		err = badRequest("a manifest root is \"sha256:\" followed by 64 lowercase hex digits")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	b, err := s.log.Manifests().Get(r.Context(), root)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Write(b)
+}
+
+// SourceProofAnswer is the body of GET
+// /v1/compactions/{id}/sources/{item}/proof: the item's inclusion proof in
+// the compaction's source tree (tree size = source_item_count) and the
+// compaction's own tlog-proof.
+type SourceProofAnswer struct {
+	SourceProof     json.RawMessage `json:"source_proof"`
+	CompactionIndex uint64          `json:"compaction_index"`
+	Compaction      json.RawMessage `json:"eccr"`
+	CompactionProof string          `json:"compaction_proof,omitempty"`
+}
+
+func (s *Server) serveSourceProof(w http.ResponseWriter, r *http.Request) {
+	id, err := pathParam(r, "id", "id")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	item, err := pathParam(r, "item", "item")
+	if err == nil && !receipts.IsDigest(item) {
+		err = badRequest("an item digest is \"sha256:\" followed by 64 lowercase hex digits")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	e, err := s.entry(ctx, receipts.KindCompaction, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := receipts.ParseCompaction(e.Receipt)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	raw, err := s.log.Manifests().Get(ctx, c.SourceItemsMerkleRoot)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	mf, err := receipts.ParseManifest(raw)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	i := mf.Index(item)
+	if i < 0 {
+		s.writeError(w, r, &httpError{status: http.StatusNotFound, code: codeNotFound, detail: "compaction " + id + " does not include item " + item})
+		return
+	}
+	sp, err := receipts.NewSourceProof(c, mf, i)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, SourceProofAnswer{SourceProof: sp.Marshal(), CompactionIndex: e.Index, Compaction: e.Receipt, CompactionProof: e.Proof})
+}
+
+func (s *Server) serveCheckpointAt(w http.ResponseWriter, r *http.Request) {
+	size, err := strconv.ParseUint(chi.URLParam(r, "size"), 10, 64)
+	if err != nil {
+		s.writeError(w, r, badRequest("size must be a decimal integer"))
+		return
+	}
+	cp, err := s.log.CheckpointAt(r.Context(), size)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	w.Write(cp)
+}
+
+// serveProof answers the tlog-proof of entry {index} against the latest
+// published checkpoint, or against the one of ?size=N.
+func (s *Server) serveProof(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	index, err := strconv.ParseUint(chi.URLParam(r, "index"), 10, 64)
+	if err != nil {
+		s.writeError(w, r, badRequest("index must be a decimal integer"))
+		return
+	}
+	var cp []byte
+	if v := r.URL.Query().Get("size"); v != "" {
+		size, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			s.writeError(w, r, badRequest("size must be a decimal integer"))
+			return
+		}
+		if cp, err = s.log.CheckpointAt(ctx, size); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	} else if cp, _, err = s.log.Checkpoint(ctx); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	proof, err := s.log.InclusionProof(ctx, index, cp)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write(proof)
+}
+
+// Consistency is the body of GET /v1/consistency.
+type Consistency struct {
+	From  uint64   `json:"from"`
+	To    uint64   `json:"to"`
+	Proof []string `json:"proof"` // standard base64 hashes
+}
+
+func (s *Server) serveConsistency(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	from, err1 := strconv.ParseUint(q.Get("from"), 10, 64)
+	to, err2 := strconv.ParseUint(q.Get("to"), 10, 64)
+	if err1 != nil || err2 != nil {
+		s.writeError(w, r, badRequest("from and to must be decimal integers"))
+		return
+	}
+	path, err := s.log.ConsistencyProof(r.Context(), from, to)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := Consistency{From: from, To: to, Proof: make([]string, len(path))}
+	for i, h := range path {
+		out.Proof[i] = base64.StdEncoding.EncodeToString(h)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.log.IntegratedSize(r.Context()); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, Refusal{Code: codeUnavailable, Detail: "log storage is not readable"})
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok\n"))
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	s.log.Metrics.WriteMetrics(w, s.log.Metrics.TreeSize(), s.log.Metrics.CheckpointAge())
+}

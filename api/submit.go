@@ -1,0 +1,241 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+
+	"github.com/memtrail/memtrail/receipts"
+)
+
+// Accepted is the body of a 201 answer.
+type Accepted struct {
+	Index    uint64 `json:"index"`
+	LeafHash string `json:"leaf_hash"` // standard base64, as in checkpoints and proofs
+	Kind     string `json:"kind"`
+	ID       string `json:"id"`
+	// With ?wait=proof: the checkpoint that first covered the entry and
+	// the entry's tlog-proof against it.
+	Checkpoint string `json:"checkpoint,omitempty"`
+	Proof      string `json:"proof,omitempty"`
+}
+
+// maxBody is the body cap of each single-submission endpoint.
+func maxBody(kind receipts.Kind) int64 {
+	switch kind {
+	case receipts.KindCompaction:
+		return receipts.MaxSubmissionSize
+	case receipts.KindTombstone:
+		return receipts.MaxTombstoneSize
+	}
+	return receipts.MaxProjectionRecordSize
+}
+
+// readBody reads at most limit bytes of the body, refusing more with
+// CodeTooLarge without reading the rest.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "body is " + strconv.FormatInt(r.ContentLength, 10) + " bytes; at most " + strconv.FormatInt(limit, 10) + " are accepted here"}
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, badRequest("couldn't read the request body: " + err.Error())
+	}
+	if int64(len(b)) > limit {
+		return nil, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "body is more than " + strconv.FormatInt(limit, 10) + " bytes"}
+	}
+	return b, nil
+}
+
+// checkContentType accepts the given media types (and a missing header,
+// for curl-style clients).
+func checkContentType(r *http.Request, want ...string) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err == nil {
+		for _, w := range want {
+			if mt == w && (params["charset"] == "" || params["charset"] == "utf-8" || params["charset"] == "UTF-8") {
+				return nil
+			}
+		}
+	}
+	return &httpError{status: http.StatusUnsupportedMediaType, code: codeUnsupportedMedia, detail: "Content-Type must be " + want[0] + ", not " + ct}
+}
+
+func waitProof(r *http.Request) (bool, error) {
+	switch v := r.URL.Query().Get("wait"); v {
+	case "":
+		return false, nil
+	case "proof":
+		return true, nil
+	default:
+		return false, badRequest("wait must be \"proof\", not " + strconv.Quote(v))
+	}
+}
+
+func (s *Server) submitHandler(kind receipts.Kind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkContentType(r, "application/json"); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		wait, err := waitProof(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		body, err := readBody(r, maxBody(kind))
+		if err != nil {
+			s.log.Metrics.Refused(kind, receipts.ErrorCode(err))
+			s.writeError(w, r, err)
+			return
+		}
+		acc, err := s.submit(r.Context(), body, kind, wait)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, acc)
+	}
+}
+
+// submit parses, verifies and logs one submission. kind, if not empty, is
+// the kind the endpoint accepts.
+func (s *Server) submit(ctx context.Context, body []byte, kind receipts.Kind, wait bool) (*Accepted, error) {
+	sub, err := receipts.ParseSubmission(body)
+	if err != nil {
+		s.log.Metrics.Refused(kind, receipts.ErrorCode(err))
+		return nil, err
+	}
+	if kind != "" && sub.Receipt.Kind() != kind {
+		err := &receipts.Error{Code: receipts.CodeRecordInvalid, Reason: "this endpoint takes a " + string(kind) + ", not a " + string(sub.Receipt.Kind())}
+		s.log.Metrics.Refused(kind, err.Code)
+		return nil, err
+	}
+	a, err := s.log.Submit(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
+	acc := &Accepted{Index: a.Index, LeafHash: base64.StdEncoding.EncodeToString(a.LeafHash[:]), Kind: string(a.Kind), ID: a.ID}
+	if wait {
+		wctx, cancel := context.WithTimeout(ctx, s.cfg.WaitTimeout)
+		defer cancel()
+		cp, err := s.log.WaitPublished(wctx, a.Index)
+		if err != nil {
+			return nil, err
+		}
+		proof, err := s.log.InclusionProof(ctx, a.Index, cp)
+		if err != nil {
+			return nil, err
+		}
+		acc.Checkpoint, acc.Proof = string(cp), string(proof)
+	}
+	return acc, nil
+}
+
+// BatchResult is one line of a /v1/batch answer: the line number (from 1)
+// and either the accepted entry or the refusal.
+type BatchResult struct {
+	Line   int `json:"line"`
+	Status int `json:"status"`
+	*Accepted
+	*Refusal
+}
+
+// serveBatch logs NDJSON submissions, one per line, and answers NDJSON
+// results in the same order, streaming them as they complete in order.
+// Empty lines are skipped (and numbered). The answer is 200 once the body
+// is read; each line carries its own status.
+func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
+	if err := checkContentType(r, "application/x-ndjson", "application/jsonl", "application/json"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	wait, err := waitProof(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, err := readBody(r, s.cfg.MaxBatchBytes)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	lines := bytes.Split(body, []byte("\n"))
+	if n := len(lines); n > 0 && len(bytes.TrimSpace(lines[n-1])) == 0 {
+		lines = lines[:n-1]
+	}
+	if len(lines) > s.cfg.MaxBatchLines {
+		s.writeError(w, r, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "batch has " + strconv.Itoa(len(lines)) + " lines; at most " + strconv.Itoa(s.cfg.MaxBatchLines) + " are accepted"})
+		return
+	}
+	results := make([]chan BatchResult, len(lines))
+	for i := range results {
+		results[i] = make(chan BatchResult, 1)
+	}
+	// Verification is CPU-bound and sequencing waits on I/O: a bounded
+	// number of lines are in flight at once, enough to fill batches.
+	sem := make(chan struct{}, 64*runtime.GOMAXPROCS(0))
+	ctx := r.Context()
+	var wg sync.WaitGroup
+	go func() {
+		for i, line := range lines {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func(i int, line []byte) {
+				defer func() { <-sem; wg.Done() }()
+				res := BatchResult{Line: i + 1}
+				line = bytes.TrimSpace(line)
+				if len(line) == 0 {
+					res.Status = http.StatusNoContent
+					results[i] <- res
+					return
+				}
+				acc, err := s.submit(ctx, line, "", wait)
+				if err != nil {
+					st, ref := status(err)
+					if st == http.StatusInternalServerError {
+						s.logger.Error("batch line failed", "line", i+1, "error", err)
+					}
+					res.Status, res.Refusal = st, &ref
+				} else {
+					res.Status, res.Accepted = http.StatusCreated, acc
+				}
+				results[i] <- res
+			}(i, line)
+		}
+	}()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	flusher, _ := w.(http.Flusher)
+	for i := range results {
+		var res BatchResult
+		select {
+		case res = <-results[i]:
+		case <-ctx.Done():
+			return
+		}
+		if err := enc.Encode(res); err != nil {
+			return
+		}
+		if len(results[i]) == 0 && bw.Buffered() > 32<<10 && flusher != nil {
+			bw.Flush()
+			flusher.Flush()
+		}
+	}
+	bw.Flush()
+	wg.Wait()
+}
