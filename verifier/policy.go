@@ -468,8 +468,6 @@ func (p *Policy) componentName(c component) string {
 		return p.witnesses[c.index].Name
 	case componentGroup:
 		return p.groups[c.index].Name
-	case componentLog:
-		return p.logs[c.index].Origin
 	}
 	return quorumNone
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -101,7 +102,7 @@ func parseProof(b []byte) (*InclusionProof, bool) {
 	if !ok {
 		return nil, false
 	}
-	if e, found := cutPrefix(l, "extra "); found {
+	if e, found := strings.CutPrefix(l, "extra "); found {
 		extra, err := base64.StdEncoding.Strict().DecodeString(e)
 		if err != nil || base64.StdEncoding.EncodeToString(extra) != e {
 			return nil, false
@@ -114,7 +115,7 @@ func parseProof(b []byte) (*InclusionProof, bool) {
 			return nil, false
 		}
 	}
-	idx, found := cutPrefix(l, "index ")
+	idx, found := strings.CutPrefix(l, "index ")
 	if !found {
 		return nil, false
 	}
@@ -143,13 +144,6 @@ func parseProof(b []byte) (*InclusionProof, bool) {
 	}
 	p.Checkpoint = bytes.Clone(b)
 	return p, true
-}
-
-func cutPrefix(s, prefix string) (string, bool) {
-	if len(s) < len(prefix) || s[:len(prefix)] != prefix {
-		return s, false
-	}
-	return s[len(prefix):], true
 }
 
 // FormatProof encodes a tlog-proof without extra data: the leaf index, its
