@@ -113,17 +113,25 @@ func (s *Server) submitHandler(kind receipts.Kind) http.HandlerFunc {
 // submit parses, verifies and logs one submission. kind, if not empty, is
 // the kind the endpoint accepts.
 func (s *Server) submit(ctx context.Context, body []byte, kind receipts.Kind, wait bool) (*Accepted, error) {
+	return s.submitOrdered(ctx, body, kind, wait, nil, nil)
+}
+
+// submitOrdered is submit with the lineage ordering of log.SubmitOrdered;
+// decided is closed on every path.
+func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.Kind, wait bool, after <-chan struct{}, decided chan struct{}) (*Accepted, error) {
 	sub, err := receipts.ParseSubmission(body)
 	if err != nil {
+		forward(after, decided)
 		s.log.Metrics.Refused(kind, receipts.ErrorCode(err))
 		return nil, err
 	}
 	if kind != "" && sub.Receipt.Kind() != kind {
+		forward(after, decided)
 		err := &receipts.Error{Code: receipts.CodeRecordInvalid, Reason: "this endpoint takes a " + string(kind) + ", not a " + string(sub.Receipt.Kind())}
 		s.log.Metrics.Refused(kind, err.Code)
 		return nil, err
 	}
-	a, err := s.log.Submit(ctx, sub)
+	a, err := s.log.SubmitOrdered(ctx, sub, after, decided)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +150,21 @@ func (s *Server) submit(ctx context.Context, body []byte, kind receipts.Kind, wa
 		acc.Checkpoint, acc.Proof = string(cp), string(proof)
 	}
 	return acc, nil
+}
+
+// forward closes decided once after is closed, without blocking.
+func forward(after <-chan struct{}, decided chan struct{}) {
+	if decided == nil {
+		return
+	}
+	if after == nil {
+		close(decided)
+		return
+	}
+	go func() {
+		<-after
+		close(decided)
+	}()
 }
 
 // BatchResult is one line of a /v1/batch answer: the line number (from 1)
@@ -189,20 +212,26 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 	sem := make(chan struct{}, 64*runtime.GOMAXPROCS(0))
 	ctx := r.Context()
 	var wg sync.WaitGroup
+	// Lineage decisions (compactions and tombstones) are taken in line
+	// order: each line is handed the previous line's "decided" signal.
 	go func() {
+		var prev chan struct{}
 		for i, line := range lines {
 			sem <- struct{}{}
 			wg.Add(1)
+			after, decided := prev, make(chan struct{})
+			prev = decided
 			go func(i int, line []byte) {
 				defer func() { <-sem; wg.Done() }()
 				res := BatchResult{Line: i + 1}
 				line = bytes.TrimSpace(line)
 				if len(line) == 0 {
+					forward(after, decided)
 					res.Status = http.StatusNoContent
 					results[i] <- res
 					return
 				}
-				acc, err := s.submit(ctx, line, "", wait)
+				acc, err := s.submitOrdered(ctx, line, "", wait, after, decided)
 				if err != nil {
 					st, ref := status(err)
 					if st == http.StatusInternalServerError {

@@ -55,13 +55,74 @@ var ErrPushback = tessera.ErrPushback
 // *receipts.Error or *ReplayError; overload is ErrPushback; anything else is
 // an internal failure.
 func (l *Log) Submit(ctx context.Context, sub *receipts.Submission) (*Accepted, error) {
+	return l.SubmitOrdered(ctx, sub, nil, nil)
+}
+
+// SubmitOrdered is Submit for submissions whose lineage decisions must be
+// taken in a given order, such as the lines of one batch. A compaction or
+// tombstone waits until after is closed before its lineage decision; decided
+// (if not nil) is closed once this submission's decision is taken and, if it
+// was allowed, the entry is queued for sequencing — or once it is refused.
+// Projection records take no lineage decision: they close decided once after
+// is closed, without waiting for it themselves.
+func (l *Log) SubmitOrdered(ctx context.Context, sub *receipts.Submission, after <-chan struct{}, decided chan struct{}) (*Accepted, error) {
 	start := time.Now()
-	acc, err := l.submit(ctx, sub)
+	o := &order{after: after, decided: decided}
+	if sub.Receipt.Kind() == receipts.KindProjection {
+		o.forward()
+	}
+	defer o.close()
+	acc, err := l.submit(ctx, sub, o)
 	l.Metrics.observeSubmit(sub.Receipt.Kind(), err, time.Since(start))
 	return acc, err
 }
 
-func (l *Log) submit(ctx context.Context, sub *receipts.Submission) (*Accepted, error) {
+// order carries a submission's place in a chain of lineage decisions.
+type order struct {
+	after   <-chan struct{}
+	decided chan struct{}
+	closed  bool
+}
+
+// wait blocks until the previous decision is taken.
+func (o *order) wait(ctx context.Context) error {
+	if o.after == nil {
+		return nil
+	}
+	select {
+	case <-o.after:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close signals this submission's decision (once).
+func (o *order) close() {
+	if o.decided != nil && !o.closed {
+		o.closed = true
+		close(o.decided)
+	}
+}
+
+// forward passes the previous decision's signal on without waiting for it.
+func (o *order) forward() {
+	if o.decided == nil {
+		return
+	}
+	after, decided := o.after, o.decided
+	o.closed = true
+	if after == nil {
+		close(decided)
+		return
+	}
+	go func() {
+		<-after
+		close(decided)
+	}()
+}
+
+func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*Accepted, error) {
 	if err := l.verify(sub); err != nil {
 		return nil, err
 	}
@@ -89,7 +150,7 @@ func (l *Log) submit(ctx context.Context, sub *receipts.Submission) (*Accepted, 
 			l.claims.failed(key, cl, err)
 			return nil, err
 		}
-		acc, err := l.append(ctx, sub)
+		acc, err := l.append(ctx, sub, o)
 		if err != nil {
 			l.claims.failed(key, cl, err)
 			return nil, err
@@ -156,7 +217,7 @@ func checkProjectionFreshness(r *receipts.ProjectionRecord, now time.Time, f rec
 }
 
 // append logs a verified submission whose id this call owns.
-func (l *Log) append(ctx context.Context, sub *receipts.Submission) (*Accepted, error) {
+func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*Accepted, error) {
 	r := sub.Receipt
 	leaf := r.Canonical()
 	e := Entry{Kind: r.Kind(), ID: r.ID(), LeafHash: leafHash(leaf)}
@@ -176,7 +237,7 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission) (*Accepted, 
 			return nil, fmt.Errorf("couldn't store manifest: %w", err)
 		}
 		var err error
-		pe, future, err = l.appendLineage(ctx, e, leaf, func() error { return l.decideCompaction(ctx, rr, sub.Manifest) })
+		pe, future, err = l.appendLineage(ctx, e, leaf, o, func() error { return l.decideCompaction(ctx, rr, sub.Manifest) })
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +245,7 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission) (*Accepted, 
 		e.Item = rr.ItemDigest
 		e.PurgedAt = rr.PurgedAt
 		var err error
-		pe, future, err = l.appendLineage(ctx, e, leaf, func() error { return l.decideTombstone(ctx, rr) })
+		pe, future, err = l.appendLineage(ctx, e, leaf, o, func() error { return l.decideTombstone(ctx, rr) })
 		if err != nil {
 			return nil, err
 		}
@@ -218,7 +279,10 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission) (*Accepted, 
 // appendLineage makes a lineage decision and, if it allows the entry,
 // registers it as pending and hands it to the sequencer, all under the
 // lineage lock, so that the log's order is the order of decisions.
-func (l *Log) appendLineage(ctx context.Context, e Entry, leaf []byte, decide func() error) (*pendingEntry, tessera.IndexFuture, error) {
+func (l *Log) appendLineage(ctx context.Context, e Entry, leaf []byte, o *order, decide func() error) (*pendingEntry, tessera.IndexFuture, error) {
+	if err := o.wait(ctx); err != nil {
+		return nil, nil, err
+	}
 	for {
 		l.lineage.mu.Lock()
 		err := decide()
@@ -240,6 +304,7 @@ func (l *Log) appendLineage(ctx context.Context, e Entry, leaf []byte, decide fu
 		l.lineage.add(pe)
 		future := l.appender.Add(context.WithoutCancel(ctx), tessera.NewEntry(leaf))
 		l.lineage.mu.Unlock()
+		o.close()
 		return pe, future, nil
 	}
 }

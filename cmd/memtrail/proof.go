@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"encoding/json"
+
+	"github.com/memtrail/memtrail/api"
+)
+
+const proofUsage = `Usage: memtrail proof --log URL (--index N | --projection ID | --compaction ID) [--size N] [-o FILE]
+
+Fetch the C2SP tlog-proof of one log entry: its index, inclusion path and
+the signed checkpoint (with witness cosignatures) it is proved against — by
+default the latest published checkpoint, or the one of size N. The proof is
+written to standard output or FILE; "memtrail verify proof" checks it
+offline.
+
+The command exits 0 if it wrote a proof and 1 otherwise.
+
+Example:
+
+	$ memtrail proof --log http://127.0.0.1:8080 --projection urn:uuid:6f1c… -o p.tlog-proof
+`
+
+func init() {
+	register(&command{name: "proof", synopsis: "fetch the tlog-proof of a log entry", run: runProof})
+}
+
+func runProof(args []string) error {
+	fs := newFlagSet("proof", proofUsage)
+	logFlag := fs.String("log", "", "log URL")
+	indexFlag := fs.Int64("index", -1, "entry index")
+	projFlag := fs.String("projection", "", "projection_id")
+	compFlag := fs.String("compaction", "", "compaction_event_id")
+	sizeFlag := fs.Uint64("size", 0, "prove against the published checkpoint of this size")
+	outFlag := fs.String("o", "", "write the proof to this file")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	n := 0
+	for _, set := range []bool{*indexFlag >= 0, *projFlag != "", *compFlag != ""} {
+		if set {
+			n++
+		}
+	}
+	if *logFlag == "" || n != 1 || fs.NArg() != 0 {
+		fmt.Fprint(os.Stderr, "Usage: memtrail proof --log URL (--index N | --projection ID | --compaction ID) [--size N] [-o FILE]\n")
+		if n > 1 {
+			fmt.Fprint(os.Stderr, "memtrail: hint: give exactly one of --index, --projection and --compaction\n")
+		}
+		return errUsage
+	}
+	base := strings.TrimRight(*logFlag, "/")
+	client := &http.Client{Timeout: time.Minute}
+	index := *indexFlag
+	if index < 0 {
+		kind, id := "projections", *projFlag
+		if id == "" {
+			kind, id = "compactions", *compFlag
+		}
+		var e api.Entry
+		if err := getJSON(client, base+"/v1/"+kind+"?id="+url.QueryEscape(id), &e); err != nil {
+			return err
+		}
+		index = int64(e.Index)
+	}
+	u := base + "/v1/proof/" + strconv.FormatInt(index, 10)
+	if *sizeFlag > 0 {
+		u += "?size=" + strconv.FormatUint(*sizeFlag, 10)
+	}
+	body, err := get(client, u)
+	if err != nil {
+		return err
+	}
+	if *outFlag != "" {
+		return os.WriteFile(*outFlag, body, 0o644)
+	}
+	_, err = os.Stdout.Write(body)
+	return err
+}
+
+func get(client *http.Client, u string) ([]byte, error) {
+	resp, err := client.Get(u)
+	if err != nil {
+		return nil, withHint(fmt.Errorf("couldn't reach the log: %w", err), "check --log")
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var r api.Refusal
+		if json.Unmarshal(body, &r) == nil && r.Code != "" {
+			return nil, fmt.Errorf("%s: %s", r.Code, r.Detail)
+		}
+		return nil, fmt.Errorf("%s: %.200s", resp.Status, body)
+	}
+	return body, nil
+}
+
+func getJSON(client *http.Client, u string, v any) error {
+	body, err := get(client, u)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(body, v)
+}

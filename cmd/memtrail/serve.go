@@ -1,0 +1,340 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/memtrail/memtrail/api"
+	"github.com/memtrail/memtrail/internal/gen"
+	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/receipts"
+	"github.com/memtrail/memtrail/verifier"
+	"github.com/transparency-dev/tessera"
+	"k8s.io/klog/v2"
+)
+
+const serveUsage = `Usage: memtrail serve [--data DIR] [--listen ADDR] [--origin ORIGIN] [--trust FILE] [flags]
+
+Run the receipt log: verified ingest of projection records, compactions and
+tombstones into a C2SP tlog-tiles log, strict single use of their ids,
+lookups, proofs and the tlog-tiles read API.
+
+With no flags it runs on embedded defaults: data in ./memtrail-data
+(Tessera POSIX tiles in log/, the SQLite index index.db, manifests/),
+listening on 127.0.0.1:8080. The log signing key (log.key, mode 0600) is
+generated on the first run, named by --origin, and reused after; its
+verifier key is printed on standard output at start and served at GET
+/v1/log.
+
+--trust FILE says whose receipts the log accepts (see docs/profile.md, "Trust
+file"). Without it, the first run writes a development trust file
+(DIR/trust.json) and one adapter, one compactor and one issuer key
+(DIR/dev/*.pem), and says so: enough for "memtrail sign" and "memtrail
+submit" to work straight away. Production passes --trust. SIGHUP reloads the
+trust file without dropping requests; a file that does not parse is logged
+and the old one kept. SIGTERM and SIGINT stop accepting, finish the
+requests in progress and sequence what was accepted.
+
+--witness-policy FILE takes a C2SP tlog-policy file: checkpoints are
+published only once its witness quorum has cosigned them (or, with
+--witness-fail-open, published anyway after --witness-timeout, which the
+metrics show).
+
+The command exits 0 after a clean shutdown and 1 on any error.
+
+Example:
+
+	$ memtrail serve
+	memtrail.local/log+3c3a5d1e+AQmrB2...
+	level=INFO msg="development trust file written" file=memtrail-data/trust.json
+	level=INFO msg=listening addr=127.0.0.1:8080 origin=memtrail.local/log size=0
+`
+
+func init() {
+	register(&command{name: "serve", synopsis: "run the receipt log", run: runServe})
+}
+
+// Files in the data directory.
+const (
+	logKeyFile   = "log.key"
+	logVKeyFile  = "log.vkey"
+	devTrustFile = "trust.json"
+	devKeysDir   = "dev"
+)
+
+// DefaultOrigin names a log whose operator did not choose an origin.
+const defaultOrigin = "memtrail.local/log"
+
+func runServe(args []string) error {
+	fs := newFlagSet("serve", serveUsage)
+	dataFlag := fs.String("data", "memtrail-data", "data directory")
+	listenFlag := fs.String("listen", "127.0.0.1:8080", "address to listen on")
+	originFlag := fs.String("origin", "", "log origin, used when generating the key (default "+defaultOrigin+")")
+	trustFlag := fs.String("trust", "", "trust file (default: a development trust file in the data directory)")
+	batchSizeFlag := fs.Uint("batch-size", 2048, "most entries sequenced in one batch")
+	batchAgeFlag := fs.Duration("batch-age", 50*time.Millisecond, "longest an entry waits for its batch")
+	checkpointFlag := fs.Duration("checkpoint-interval", time.Second, "how often a checkpoint is published (at least 100ms)")
+	pushbackFlag := fs.Uint("pushback", 1<<16, "entries waiting to be sequenced beyond which submissions get 503")
+	policyFlag := fs.String("witness-policy", "", "C2SP tlog-policy file naming the witnesses that must cosign checkpoints")
+	failOpenFlag := fs.Bool("witness-fail-open", false, "publish checkpoints even when the witness quorum is not met in time")
+	witnessTimeoutFlag := fs.Duration("witness-timeout", 5*time.Second, "how long to wait for witness cosignatures")
+	logFormatFlag := fs.String("log-format", "text", "log format on standard error: text or json")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprint(fs.Output(), "Usage: memtrail serve [--data DIR] [--listen ADDR] [--origin ORIGIN] [--trust FILE] [flags]\n")
+		return errUsage
+	}
+	logger, err := newLogger(*logFormatFlag)
+	if err != nil {
+		return err
+	}
+	quietTessera(logger)
+
+	if err := os.MkdirAll(*dataFlag, 0o700); err != nil {
+		return fmt.Errorf("couldn't create the data directory: %w", err)
+	}
+	skey, vkey, err := loadOrCreateLogKey(*dataFlag, *originFlag, logger)
+	if err != nil {
+		return err
+	}
+	trustPath := *trustFlag
+	if trustPath == "" {
+		trustPath = filepath.Join(*dataFlag, devTrustFile)
+		if err := ensureDevTrust(*dataFlag, logger); err != nil {
+			return err
+		}
+	}
+	trust, err := readTrust(trustPath)
+	if err != nil {
+		return err
+	}
+
+	cfg := mlog.Config{
+		Dir:                    *dataFlag,
+		SigningKey:             skey,
+		Trust:                  trust,
+		BatchMaxSize:           *batchSizeFlag,
+		BatchMaxAge:            *batchAgeFlag,
+		CheckpointInterval:     *checkpointFlag,
+		PushbackMaxOutstanding: *pushbackFlag,
+		WitnessTimeout:         *witnessTimeoutFlag,
+		WitnessFailOpen:        *failOpenFlag,
+		Logger:                 logger,
+	}
+	if *policyFlag != "" {
+		wg, err := readWitnessPolicy(*policyFlag, vkey)
+		if err != nil {
+			return err
+		}
+		cfg.Witnesses = wg
+	} else if *failOpenFlag {
+		return withHint(errors.New("--witness-fail-open needs --witness-policy"), "drop --witness-fail-open, or name the witnesses with --witness-policy")
+	}
+
+	ctx := context.Background()
+	l, err := mlog.Open(ctx, cfg)
+	if err != nil {
+		return withHint(err, "only one memtrail serve may use a data directory at a time; \"memtrail fsck --data "+*dataFlag+"\" checks and repairs it")
+	}
+	fmt.Println(vkey)
+
+	ln, err := net.Listen("tcp", *listenFlag)
+	if err != nil {
+		l.Close(ctx)
+		return fmt.Errorf("couldn't listen: %w", err)
+	}
+	server := api.New(l, api.Config{Logger: logger})
+	srv := &http.Server{
+		Handler:           server.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      3 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	size, _ := l.IntegratedSize(ctx)
+	logger.Info("listening", "addr", ln.Addr().String(), "origin", l.Origin(), "size", size, "trust", trustPath)
+
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(signals)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	for {
+		select {
+		case err := <-served:
+			l.Close(ctx)
+			return fmt.Errorf("the HTTP server stopped: %w", err)
+		case sig := <-signals:
+			if sig == syscall.SIGHUP {
+				t, err := readTrust(trustPath)
+				if err != nil {
+					logger.Error("couldn't reload the trust file; keeping the current one", "file", trustPath, "error", err)
+					continue
+				}
+				l.SetTrust(t)
+				logger.Info("reloaded the trust file", "file", trustPath, "adapters", len(t.Adapters), "compactors", len(t.Compactors), "issuers", len(t.Issuers))
+				continue
+			}
+			logger.Info("shutting down", "signal", sig.String())
+			sctx, cancel := context.WithTimeout(ctx, time.Minute)
+			herr := srv.Shutdown(sctx)
+			lerr := l.Close(sctx)
+			cancel()
+			if err := errors.Join(herr, lerr); err != nil {
+				return fmt.Errorf("couldn't shut down cleanly: %w", err)
+			}
+			logger.Info("stopped")
+			return nil
+		}
+	}
+}
+
+func newLogger(format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+	}
+	return nil, withHint(fmt.Errorf("unknown log format %q", format), "use --log-format text or --log-format json")
+}
+
+// quietTessera routes Tessera's klog output to our logger, warnings and
+// errors only.
+func quietTessera(logger *slog.Logger) {
+	klog.SetSlogLogger(slog.New(levelFilter{logger.Handler(), slog.LevelWarn}))
+}
+
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.Handler.Enabled(ctx, l)
+}
+
+// loadOrCreateLogKey returns the log's signing key and verifier key,
+// generating them on the first run.
+func loadOrCreateLogKey(dir, origin string, logger *slog.Logger) (skey, vkey string, err error) {
+	path := filepath.Join(dir, logKeyFile)
+	data, err := receipts.ReadSecretFile(path)
+	switch {
+	case err == nil:
+		skey = strings.TrimSpace(string(data))
+		vkey, err = mlog.VerifierKey(skey)
+		if err != nil {
+			return "", "", fmt.Errorf("%s: %w", path, err)
+		}
+		keyOrigin := strings.SplitN(vkey, "+", 2)[0]
+		if origin != "" && origin != keyOrigin {
+			return "", "", withHint(fmt.Errorf("the log key in %s is for origin %q, not %q", path, keyOrigin, origin),
+				"omit --origin to keep the existing log, or use another --data directory for a new log")
+		}
+		return skey, vkey, nil
+	case errors.Is(err, receipts.ErrKeyFilePermissions):
+		return "", "", withHint(err, "run: chmod 600 "+path)
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", "", err
+	}
+	if origin == "" {
+		origin = defaultOrigin
+	}
+	skey, vkey, err = mlog.GenerateLogKey(origin)
+	if err != nil {
+		return "", "", withHint(err, "an origin looks like example.com/log: no spaces and no '+'")
+	}
+	if err := receipts.WriteSecretFile(path, []byte(skey+"\n")); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, logVKeyFile), []byte(vkey+"\n"), 0o644); err != nil {
+		return "", "", fmt.Errorf("couldn't write the verifier key: %w", err)
+	}
+	logger.Info("generated the log key", "file", path, "origin", origin)
+	return skey, vkey, nil
+}
+
+// ensureDevTrust writes a development trust file and keys on the first run
+// without --trust.
+func ensureDevTrust(dir string, logger *slog.Logger) error {
+	path := filepath.Join(dir, devTrustFile)
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	s, err := gen.NewSigners()
+	if err != nil {
+		return err
+	}
+	kdir := filepath.Join(dir, devKeysDir)
+	if err := os.MkdirAll(kdir, 0o700); err != nil {
+		return fmt.Errorf("couldn't create %s: %w", kdir, err)
+	}
+	for name, k := range map[string][]byte{"adapter.pem": s.Adapter, "compactor.pem": s.Compactor, "issuer.pem": s.Issuer} {
+		p := filepath.Join(kdir, name)
+		os.Remove(p) // a key without a trust file is from an interrupted first run
+		if err := receipts.WritePrivateKeyFile(p, k); err != nil {
+			return err
+		}
+	}
+	trust := s.Trust(time.Now().Add(-time.Hour).UTC().Truncate(time.Second))
+	if err := os.WriteFile(path, receipts.MarshalTrust(trust), 0o644); err != nil {
+		return fmt.Errorf("couldn't write the development trust file: %w", err)
+	}
+	logger.Info("development trust file written; pass --trust in production", "file", path, "keys", kdir,
+		"adapter_id", s.AdapterID, "adapter_key_id", s.AdapterKeyID)
+	return nil
+}
+
+func readTrust(path string) (*receipts.Trust, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the trust file: %w", err)
+	}
+	t, err := receipts.ParseTrust(b)
+	if err != nil {
+		return nil, withHint(fmt.Errorf("%s: %w", path, err), "docs/profile.md describes the trust file")
+	}
+	return t, nil
+}
+
+// readWitnessPolicy reads a tlog-policy file for Tessera, checking that it
+// names this log's key.
+func readWitnessPolicy(path, vkey string) (*tessera.WitnessGroup, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the witness policy: %w", err)
+	}
+	p, err := verifier.ParsePolicy(b)
+	if err != nil {
+		return nil, withHint(fmt.Errorf("%s: %w", path, err), "the file is a C2SP tlog-policy: log, witness, group and quorum lines")
+	}
+	found := false
+	for _, lg := range p.Logs() {
+		if lg.VKey == vkey {
+			found = true
+		}
+	}
+	if !found {
+		return nil, withHint(fmt.Errorf("%s does not name this log's key", path), "add the line: log "+vkey)
+	}
+	wg, err := tessera.NewWitnessGroupFromPolicy(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &wg, nil
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/memtrail/memtrail/api"
+	"github.com/memtrail/memtrail/receipts"
+)
+
+const submitUsage = `Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--json] FILE...
+
+Submit receipts to a memtrail log. Each FILE holds one submission: a
+projection record, a tombstone, or a compaction as {"eccr": ..., "manifest":
+...} (what "memtrail sign" writes); the kind is detected. One file goes to its
+kind's endpoint; several go as NDJSON batches of up to 5,000.
+
+--wait waits until a published checkpoint covers each entry and gets its
+proof; --proof-dir DIR (which implies --wait) writes each proof to
+DIR/<file name>.tlog-proof, ready for "memtrail verify proof".
+
+One line per file reports where it was logged or why it was refused (--json
+writes the server's answers as JSON lines instead). On a terminal, progress
+is shown on standard error.
+
+The command exits 0 if every file was logged, 1 if any was refused or could
+not be sent, and 2 on a usage error.
+
+Example:
+
+	$ memtrail submit --log http://127.0.0.1:8080 --proof-dir proofs p.json t.json
+	p.json: logged projection urn:uuid:6f1c… at index 0
+	t.json: logged tombstone urn:uuid:9a2e… at index 1
+`
+
+func init() {
+	register(&command{name: "submit", synopsis: "submit receipts to a log", run: runSubmit})
+}
+
+// batchChunk is the most lines sent in one /v1/batch request.
+const batchChunk = 5000
+
+func runSubmit(args []string) error {
+	fs := newFlagSet("submit", submitUsage)
+	logFlag := fs.String("log", "", "log URL, e.g. http://127.0.0.1:8080")
+	waitFlag := fs.Bool("wait", false, "wait for each entry's proof")
+	proofDirFlag := fs.String("proof-dir", "", "write each entry's tlog-proof to this directory (implies --wait)")
+	jsonFlag := fs.Bool("json", false, "write the server's answers as JSON lines")
+	timeoutFlag := fs.Duration("timeout", 5*time.Minute, "give up on a request after this long")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *logFlag == "" || fs.NArg() == 0 {
+		fmt.Fprint(os.Stderr, "Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--json] FILE...\n")
+		return errUsage
+	}
+	base, err := url.Parse(strings.TrimRight(*logFlag, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") {
+		return withHint(fmt.Errorf("bad --log URL %q", *logFlag), "use the log's base URL, such as http://127.0.0.1:8080")
+	}
+	wait := *waitFlag || *proofDirFlag != ""
+	if *proofDirFlag != "" {
+		if err := os.MkdirAll(*proofDirFlag, 0o755); err != nil {
+			return err
+		}
+	}
+	client := &http.Client{Timeout: *timeoutFlag}
+	files := fs.Args()
+	bodies := make([][]byte, len(files))
+	results := make([]api.BatchResult, len(files))
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		bodies[i] = bytes.TrimSpace(b)
+	}
+	progress := newProgress(len(files))
+	if len(files) == 1 {
+		res, err := submitOne(client, base, bodies[0], wait)
+		if err != nil {
+			return err
+		}
+		results[0] = res
+		progress.add(1)
+	} else {
+		for start := 0; start < len(files); start += batchChunk {
+			end := min(start+batchChunk, len(files))
+			res, err := submitBatch(client, base, bodies[start:end], wait)
+			if err != nil {
+				return err
+			}
+			copy(results[start:end], res)
+			progress.add(end - start)
+		}
+	}
+	progress.done()
+	failed := 0
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for i, res := range results {
+		if res.Accepted == nil {
+			failed++
+		}
+		if *jsonFlag {
+			res.Line = i + 1
+			b, _ := json.Marshal(struct {
+				File string `json:"file"`
+				api.BatchResult
+			}{files[i], res})
+			out.Write(append(b, '\n'))
+		} else if res.Accepted != nil {
+			fmt.Fprintf(out, "%s: logged %s %s at index %d\n", files[i], res.Kind, res.ID, res.Index)
+		} else {
+			fmt.Fprintf(out, "%s: refused (%d %s): %s\n", files[i], res.Status, res.Code, res.Detail)
+		}
+		if res.Accepted != nil && *proofDirFlag != "" && res.Proof != "" {
+			p := filepath.Join(*proofDirFlag, filepath.Base(files[i])+".tlog-proof")
+			if err := os.WriteFile(p, []byte(res.Proof), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	if failed > 0 {
+		out.Flush()
+		fmt.Fprintf(os.Stderr, "memtrail: %d of %d submissions were not logged\n", failed, len(files))
+		return exitError{1}
+	}
+	return nil
+}
+
+// endpointFor picks the endpoint by the receipt's kind, parsed locally.
+func endpointFor(body []byte) (string, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(body, &probe); err != nil {
+		return "", fmt.Errorf("not a JSON object: %w", err)
+	}
+	switch {
+	case probe["eccr"] != nil:
+		return "/v1/compactions", nil
+	case probe["tombstone_version"] != nil:
+		return "/v1/tombstones", nil
+	case probe["@version"] != nil:
+		return "/v1/projections", nil
+	case probe["eccr_version"] != nil:
+		return "", errors.New(`a compaction is submitted with its manifest as {"eccr": ..., "manifest": ...}; "memtrail sign compaction" writes that form`)
+	}
+	return "", errors.New("not a receipt: no @version, tombstone_version or eccr member")
+}
+
+func submitOne(client *http.Client, base *url.URL, body []byte, wait bool) (api.BatchResult, error) {
+	ep, err := endpointFor(body)
+	if err != nil {
+		return api.BatchResult{Status: 0, Refusal: &api.Refusal{Code: string(receipts.CodeRecordInvalid), Detail: err.Error()}}, nil
+	}
+	u := base.String() + ep
+	if wait {
+		u += "?wait=proof"
+	}
+	resp, err := client.Post(u, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return api.BatchResult{}, withHint(fmt.Errorf("couldn't reach the log: %w", err), "is \"memtrail serve\" running at "+base.String()+"?")
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return api.BatchResult{}, fmt.Errorf("couldn't read the answer: %w", err)
+	}
+	res := api.BatchResult{Status: resp.StatusCode}
+	if resp.StatusCode == http.StatusCreated {
+		res.Accepted = &api.Accepted{}
+		err = json.Unmarshal(raw, res.Accepted)
+	} else {
+		res.Refusal = &api.Refusal{}
+		err = json.Unmarshal(raw, res.Refusal)
+	}
+	if err != nil {
+		return api.BatchResult{}, fmt.Errorf("unexpected answer (%s): %.200s", resp.Status, raw)
+	}
+	return res, nil
+}
+
+func submitBatch(client *http.Client, base *url.URL, bodies [][]byte, wait bool) ([]api.BatchResult, error) {
+	var buf bytes.Buffer
+	for _, b := range bodies {
+		if bytes.IndexByte(b, '\n') >= 0 {
+			// NDJSON needs one line per submission: re-encode compactly.
+			var c bytes.Buffer
+			if err := json.Compact(&c, b); err == nil {
+				b = c.Bytes()
+			}
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	u := base.String() + "/v1/batch"
+	if wait {
+		u += "?wait=proof"
+	}
+	resp, err := client.Post(u, "application/x-ndjson", &buf)
+	if err != nil {
+		return nil, withHint(fmt.Errorf("couldn't reach the log: %w", err), "is \"memtrail serve\" running at "+base.String()+"?")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, fmt.Errorf("batch refused (%s): %.300s", resp.Status, raw)
+	}
+	out := make([]api.BatchResult, 0, len(bodies))
+	dec := json.NewDecoder(resp.Body)
+	for len(out) < len(bodies) {
+		var r api.BatchResult
+		if err := dec.Decode(&r); err != nil {
+			return nil, fmt.Errorf("batch answer ended after %d of %d results: %w", len(out), len(bodies), err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// progress reports on a terminal how many of n items are done.
+type progress struct {
+	n, done_ int
+	tty      bool
+}
+
+func newProgress(n int) *progress {
+	fi, err := os.Stderr.Stat()
+	return &progress{n: n, tty: err == nil && fi.Mode()&os.ModeCharDevice != 0 && n > 1}
+}
+
+func (p *progress) add(k int) {
+	p.done_ += k
+	if p.tty {
+		fmt.Fprintf(os.Stderr, "\r%d/%d", p.done_, p.n)
+	}
+}
+
+func (p *progress) done() {
+	if p.tty {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+}
