@@ -209,12 +209,21 @@ func (ix *indexer) drain(ctx context.Context) error {
 	}
 }
 
+// bundleReader reads entry bundles.
+type bundleReader interface {
+	ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error)
+}
+
 // readEntries reads n entries from index first out of a tree of size
 // treeSize and turns them into index entries.
 func (l *Log) readEntries(ctx context.Context, first, n, treeSize uint64) ([]Entry, error) {
+	return l.readEntriesFrom(ctx, l.reader, first, n, treeSize)
+}
+
+func (l *Log) readEntriesFrom(ctx context.Context, reader bundleReader, first, n, treeSize uint64) ([]Entry, error) {
 	out := make([]Entry, 0, n)
 	for ri := range layout.Range(first, n, treeSize) {
-		raw, err := l.reader.ReadEntryBundle(ctx, ri.Index, ri.Partial)
+		raw, err := reader.ReadEntryBundle(ctx, ri.Index, ri.Partial)
 		if err != nil {
 			return nil, fmt.Errorf("couldn't read entry bundle %d: %w", ri.Index, err)
 		}

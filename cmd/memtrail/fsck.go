@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	mlog "github.com/memtrail/memtrail/log"
+)
+
+const fsckUsage = `Usage: memtrail fsck [--data DIR] [--repair] [--vkey VKEY] [--json]
+
+Check the data directory of a log that is not running. fsck reads every
+entry once and checks:
+
+  - every entry bundle, hashed, matches the hash tiles, the tree state root
+    and the signed published checkpoint;
+  - every entry is a receipt, and no id is logged twice;
+  - the index agrees with the log: every id maps to the index of its entry,
+    and the index is neither damaged nor ahead of the log;
+  - every compaction's manifest is present and hashes to its root.
+
+With --repair it rebuilds the index from the log when the index is damaged,
+ahead or wrong (or brings it up to date when it is behind), rewrites tiles
+that disagree with the entries (only when the entries hash to the signed
+root), and removes manifests no logged compaction refers to. Altered or
+missing entries and missing manifests cannot be repaired from the log; fsck
+says what was found and where.
+
+The checkpoint is verified with the key in DIR/log.key, or --vkey.
+
+The command exits 0 if nothing is wrong (after repairs; an index that is only
+behind is not wrong: the next start catches it up), 1 otherwise, 2 on a usage
+error.
+
+Example:
+
+	$ memtrail fsck --data memtrail-data --repair
+	tree size 1204, published 1204, index watermark 1180
+	index_behind: index watermark 1180, tree size 1204 (repaired)
+	ok
+`
+
+func init() {
+	register(&command{name: "fsck", synopsis: "check a data directory and repair its index from the log", run: runFsck})
+}
+
+func runFsck(args []string) error {
+	fs := newFlagSet("fsck", fsckUsage)
+	dataFlag := fs.String("data", "memtrail-data", "data directory")
+	repairFlag := fs.Bool("repair", false, "repair what can be repaired from the log")
+	vkeyFlag := fs.String("vkey", "", "log verifier key (default: derived from DIR/log.key)")
+	jsonFlag := fs.Bool("json", false, "write the report as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprint(os.Stderr, "Usage: memtrail fsck [--data DIR] [--repair] [--vkey VKEY] [--json]\n")
+		return errUsage
+	}
+	prog := newProgress(1)
+	rep, err := mlog.Fsck(context.Background(), *dataFlag, mlog.FsckOptions{
+		VerifierKey: *vkeyFlag,
+		Repair:      *repairFlag,
+		Progress: func(done, total uint64) {
+			if prog.tty {
+				fmt.Fprintf(os.Stderr, "\rchecked %d/%d entries", done, total)
+			}
+		},
+	})
+	prog.done()
+	if err != nil {
+		return withHint(err, "stop \"memtrail serve\" on this directory before running fsck")
+	}
+	if *jsonFlag {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Println(string(b))
+	} else {
+		fmt.Printf("tree size %d, published %d, index watermark %d\n", rep.TreeSize, rep.PublishedSize, rep.IndexWatermark)
+		for _, p := range rep.Problems {
+			at := ""
+			if p.Index != nil {
+				at = fmt.Sprintf(" at entry %d", *p.Index)
+			}
+			state := ""
+			switch {
+			case p.Repaired:
+				state = " (repaired)"
+			case p.Repairable:
+				state = " (repairable with --repair)"
+			}
+			fmt.Printf("%s%s: %s%s\n", p.Kind, at, p.Detail, state)
+		}
+		if rep.OK() {
+			fmt.Println("ok")
+		} else {
+			fmt.Println("problems found")
+		}
+	}
+	if !rep.OK() {
+		return exitError{1}
+	}
+	return nil
+}

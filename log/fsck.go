@@ -1,0 +1,448 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/memtrail/memtrail/receipts"
+	fmtlog "github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// A Problem is one thing fsck found wrong with a data directory.
+type Problem struct {
+	// Kind is one of: tree_state_unreadable, entry_bundle_unreadable,
+	// entry_not_a_receipt, entries_do_not_match_tree (the entries do not
+	// hash to the tree root: the log content is damaged and fsck cannot
+	// repair it), checkpoint_invalid, checkpoint_mismatch, tile_mismatch,
+	// tile_missing, duplicate_id, manifest_missing, manifest_corrupt,
+	// manifest_unreferenced, index_damaged, index_ahead, index_behind,
+	// index_mismatch.
+	Kind       string  `json:"kind"`
+	Index      *uint64 `json:"index,omitempty"`
+	Detail     string  `json:"detail"`
+	Repairable bool    `json:"repairable"`
+	Repaired   bool    `json:"repaired"`
+}
+
+// FsckReport is what Fsck found and did.
+type FsckReport struct {
+	TreeSize       uint64            `json:"tree_size"`       // integrated entries
+	PublishedSize  uint64            `json:"published_size"`  // of the published checkpoint
+	IndexWatermark uint64            `json:"index_watermark"` // before any repair
+	Entries        map[string]uint64 `json:"entries"`
+	Problems       []Problem         `json:"problems"`
+}
+
+// OK reports whether nothing is wrong (after repairs).
+func (r *FsckReport) OK() bool {
+	for _, p := range r.Problems {
+		if !p.Repaired && p.Kind != "index_behind" && p.Kind != "manifest_unreferenced" {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *FsckReport) add(p Problem) { r.Problems = append(r.Problems, p) }
+
+// FsckOptions configures Fsck.
+type FsckOptions struct {
+	// VerifierKey verifies the published checkpoint; by default it is
+	// derived from DIR/log.key when that file is readable.
+	VerifierKey string
+	// Repair rebuilds a damaged, ahead or inconsistent index from the log,
+	// rewrites tiles that disagree with the entries (only when the entries
+	// hash to the signed tree root), and removes unreferenced manifests.
+	Repair bool
+	// Progress, if set, is called as entries are checked.
+	Progress func(done, total uint64)
+}
+
+// Fsck checks the data directory of a log that is not running: every entry
+// bundle against the tiles, the tree state root and the published
+// checkpoint; every entry is a receipt; the index agrees with the log (every
+// id at the index of its entry, no id twice); every compaction's manifest is
+// present and intact. With Repair it fixes what can be fixed from the log.
+func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error) {
+	tiles := filepath.Join(dir, tilesDir)
+	rep := &FsckReport{Entries: map[string]uint64{}}
+	size, root, err := readTreeState(tiles)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s holds no log (no %s): %w", dir, filepath.Join(tilesDir, ".state", "treeState"), err)
+		}
+		rep.add(Problem{Kind: "tree_state_unreadable", Detail: err.Error()})
+		return rep, nil
+	}
+	rep.TreeSize = size
+
+	// The published checkpoint.
+	var cp *fmtlog.Checkpoint
+	vkey := opts.VerifierKey
+	if vkey == "" {
+		if b, err := receipts.ReadSecretFile(filepath.Join(dir, "log.key")); err == nil {
+			vkey, _ = VerifierKey(string(bytes.TrimSpace(b)))
+		}
+	}
+	if raw, err := os.ReadFile(filepath.Join(tiles, layout.CheckpointPath)); err == nil {
+		if v, verr := note.NewVerifier(vkey); verr == nil {
+			c, _, _, err := fmtlog.ParseCheckpoint(raw, v.Name(), v)
+			if err != nil {
+				rep.add(Problem{Kind: "checkpoint_invalid", Detail: "the published checkpoint does not verify under the log key: " + err.Error()})
+			} else {
+				cp = c
+				rep.PublishedSize = c.Size
+			}
+		} else {
+			rep.add(Problem{Kind: "checkpoint_invalid", Detail: "no log key to verify the checkpoint with (pass the verifier key)"})
+		}
+	}
+	if cp != nil && cp.Size > size {
+		rep.add(Problem{Kind: "checkpoint_mismatch", Detail: fmt.Sprintf("published checkpoint has size %d but the tree state only %d", cp.Size, size)})
+		cp = nil
+	}
+
+	// The index, opened only if it is sound.
+	idxPath := filepath.Join(dir, "index.db")
+	var index Index
+	if x, err := OpenSQLiteIndex(idxPath); err != nil {
+		rep.add(Problem{Kind: "index_damaged", Detail: err.Error(), Repairable: true})
+	} else {
+		index = x
+		defer func() { index.Close() }()
+		rep.IndexWatermark, _ = x.Watermark(ctx)
+		if rep.IndexWatermark > size {
+			rep.add(Problem{Kind: "index_ahead", Detail: fmt.Sprintf("index watermark %d is beyond the tree size %d", rep.IndexWatermark, size), Repairable: true})
+		} else if rep.IndexWatermark < size {
+			rep.add(Problem{Kind: "index_behind", Detail: fmt.Sprintf("index watermark %d, tree size %d: the next start indexes the rest", rep.IndexWatermark, size), Repairable: true})
+		}
+	}
+	manifests, err := NewFileManifestStore(filepath.Join(dir, "manifests"))
+	if err != nil {
+		return nil, err
+	}
+
+	// Walk every entry once.
+	tc := &tileCheck{dir: tiles, size: size, rep: rep}
+	rf := compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+	rng := rf.NewEmptyRange(0)
+	referenced := map[string]bool{}
+	entriesOK := true
+	var cpRoot []byte
+	if cp != nil && cp.Size == 0 {
+		cpRoot = rfc6962.DefaultHasher.EmptyRoot()
+	}
+	indexBad := false
+	for b := uint64(0); b*layout.EntryBundleWidth < size; b++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		partial := layout.PartialTileSize(0, b, size)
+		want := uint64(layout.EntryBundleWidth)
+		if partial > 0 {
+			want = uint64(partial)
+		}
+		raw, err := os.ReadFile(filepath.Join(tiles, filepath.FromSlash(layout.EntriesPath(b, partial))))
+		var bundle api.EntryBundle
+		if err == nil {
+			err = bundle.UnmarshalText(raw)
+		}
+		if err == nil && uint64(len(bundle.Entries)) != want {
+			err = fmt.Errorf("holds %d entries, want %d", len(bundle.Entries), want)
+		}
+		if err != nil {
+			first := b * layout.EntryBundleWidth
+			rep.add(Problem{Kind: "entry_bundle_unreadable", Index: &first, Detail: fmt.Sprintf("entry bundle %d: %v", b, err)})
+			entriesOK = false
+			break
+		}
+		for i, leaf := range bundle.Entries {
+			idx := b*layout.EntryBundleWidth + uint64(i)
+			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(leaf), tc.visit); err != nil {
+				return nil, err
+			}
+			if cp != nil && rng.End() == cp.Size {
+				cpRoot, _ = rng.GetRootHash(nil)
+			}
+			r, err := receipts.ParseReceipt(leaf)
+			if err != nil {
+				at := idx
+				rep.add(Problem{Kind: "entry_not_a_receipt", Index: &at, Detail: err.Error()})
+				continue
+			}
+			rep.Entries[string(r.Kind())]++
+			if c, ok := r.(*receipts.Compaction); ok {
+				referenced[c.SourceItemsMerkleRoot] = true
+				if _, err := manifests.Get(ctx, c.SourceItemsMerkleRoot); err != nil {
+					kind := "manifest_missing"
+					if errors.Is(err, ErrManifestCorrupt) {
+						kind = "manifest_corrupt"
+					}
+					at := idx
+					rep.add(Problem{Kind: kind, Index: &at, Detail: fmt.Sprintf("compaction %s: manifest %s: %v; restore it from a backup or from the compactor (its root is in the log, so any copy can be checked)", c.EventID, c.SourceItemsMerkleRoot, err)})
+				}
+			}
+			if index != nil && idx < rep.IndexWatermark {
+				got, err := index.LookupID(ctx, r.Kind(), r.ID())
+				switch {
+				case err != nil:
+					at := idx
+					rep.add(Problem{Kind: "index_mismatch", Index: &at, Detail: fmt.Sprintf("%s %q is not in the index: %v", r.Kind(), r.ID(), err), Repairable: true})
+					indexBad = true
+				case got != idx:
+					at := idx
+					if got < idx && sameID(ctx, tiles, size, got, r) {
+						rep.add(Problem{Kind: "duplicate_id", Index: &at, Detail: fmt.Sprintf("%s %q was logged at %d and again at %d", r.Kind(), r.ID(), got, idx)})
+					} else {
+						rep.add(Problem{Kind: "index_mismatch", Index: &at, Detail: fmt.Sprintf("the index maps %s %q to %d", r.Kind(), r.ID(), got), Repairable: true})
+						indexBad = true
+					}
+				}
+			}
+		}
+		if opts.Progress != nil {
+			opts.Progress(min((b+1)*layout.EntryBundleWidth, size), size)
+		}
+	}
+
+	if entriesOK {
+		gotRoot := rfc6962.DefaultHasher.EmptyRoot()
+		if size > 0 {
+			gotRoot, _ = rng.GetRootHash(nil)
+		}
+		if !bytes.Equal(gotRoot, root) {
+			entriesOK = false
+			rep.add(Problem{Kind: "entries_do_not_match_tree", Detail: fmt.Sprintf("the %d entries hash to %x, the tree state says %x", size, gotRoot, root)})
+		}
+		if cp != nil && cpRoot != nil && !bytes.Equal(cpRoot, cp.Hash) {
+			entriesOK = false
+			rep.add(Problem{Kind: "entries_do_not_match_tree", Detail: fmt.Sprintf("the first %d entries hash to %x, the signed checkpoint says %x", cp.Size, cpRoot, cp.Hash)})
+		}
+		tc.flushAll()
+	}
+
+	// Tiles: rewrite from the entries only when the entries are right.
+	if opts.Repair && entriesOK {
+		for i := range rep.Problems {
+			p := &rep.Problems[i]
+			if (p.Kind == "tile_mismatch" || p.Kind == "tile_missing") && tc.fix[i] != nil {
+				if err := writeFileAtomic(tc.fix[i].path, tc.fix[i].data, 0o644); err == nil {
+					p.Repaired = true
+				} else {
+					p.Detail += "; repair failed: " + err.Error()
+				}
+			}
+		}
+	}
+
+	// Unreferenced manifests.
+	if roots, err := manifests.Roots(ctx); err == nil {
+		sort.Strings(roots)
+		for _, r := range roots {
+			if !referenced[r] && entriesOK {
+				p := Problem{Kind: "manifest_unreferenced", Detail: "manifest " + r + " belongs to no logged compaction (a refused or interrupted submission)", Repairable: true}
+				if opts.Repair && manifests.Remove(r) == nil {
+					p.Repaired = true
+				}
+				rep.add(p)
+			}
+		}
+	}
+
+	// The index: rebuild it from the log when it is wrong.
+	if opts.Repair && entriesOK {
+		rebuild := index == nil || indexBad || rep.IndexWatermark > size
+		catchUp := !rebuild && rep.IndexWatermark < size
+		if rebuild || catchUp {
+			if rebuild {
+				if index != nil {
+					index.Close()
+				}
+				for _, suffix := range []string{"", "-wal", "-shm"} {
+					os.Remove(idxPath + suffix)
+				}
+				x, err := OpenSQLiteIndex(idxPath)
+				if err != nil {
+					return rep, fmt.Errorf("couldn't recreate the index: %w", err)
+				}
+				index = x
+			}
+			err := rebuildIndex(ctx, dir, index, size)
+			for i := range rep.Problems {
+				p := &rep.Problems[i]
+				if p.Repairable && (p.Kind == "index_damaged" || p.Kind == "index_ahead" || p.Kind == "index_behind" || p.Kind == "index_mismatch") {
+					if err == nil {
+						p.Repaired = true
+					} else {
+						p.Detail += "; rebuild failed: " + err.Error()
+					}
+				}
+			}
+		}
+	}
+	return rep, nil
+}
+
+// sameID reports whether the entry at idx has r's kind and id.
+func sameID(ctx context.Context, tiles string, size, idx uint64, r receipts.Receipt) bool {
+	b := idx / layout.EntryBundleWidth
+	raw, err := os.ReadFile(filepath.Join(tiles, filepath.FromSlash(layout.EntriesPath(b, layout.PartialTileSize(0, b, size)))))
+	if err != nil {
+		return false
+	}
+	var bundle api.EntryBundle
+	if bundle.UnmarshalText(raw) != nil || uint64(len(bundle.Entries)) <= idx%layout.EntryBundleWidth {
+		return false
+	}
+	other, err := receipts.ParseReceipt(bundle.Entries[idx%layout.EntryBundleWidth])
+	return err == nil && other.Kind() == r.Kind() && other.ID() == r.ID()
+}
+
+// rebuildIndex applies every entry of the log in dir to index.
+func rebuildIndex(ctx context.Context, dir string, index Index, size uint64) error {
+	ms, err := NewFileManifestStore(filepath.Join(dir, "manifests"))
+	if err != nil {
+		return err
+	}
+	reader := fileReader{dir: filepath.Join(dir, tilesDir), size: size}
+	l := &Log{index: index, manifests: ms}
+	for {
+		wm, err := index.Watermark(ctx)
+		if err != nil {
+			return err
+		}
+		if wm >= size {
+			return nil
+		}
+		n := min(size-wm, maxApply)
+		entries, err := l.readEntriesFrom(ctx, reader, wm, n, size)
+		if err != nil {
+			return err
+		}
+		if err := index.Apply(ctx, wm, entries); err != nil {
+			return err
+		}
+	}
+}
+
+// fileReader reads entry bundles from a tiles directory.
+type fileReader struct {
+	dir  string
+	size uint64
+}
+
+func (f fileReader) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
+	return os.ReadFile(filepath.Join(f.dir, filepath.FromSlash(layout.EntriesPath(index, p))))
+}
+
+func readTreeState(tiles string) (uint64, []byte, error) {
+	raw, err := os.ReadFile(filepath.Join(tiles, ".state", "treeState"))
+	if err != nil {
+		return 0, nil, err
+	}
+	var ts struct {
+		Size uint64 `json:"size"`
+		Root []byte `json:"root"`
+	}
+	if err := json.Unmarshal(raw, &ts); err != nil || len(ts.Root) != sha256.Size {
+		return 0, nil, fmt.Errorf("tree state file is malformed: %v", err)
+	}
+	return ts.Size, ts.Root, nil
+}
+
+// tileCheck compares the tiles on disk with the nodes recomputed from the
+// entries, one tile per level at a time.
+type tileCheck struct {
+	dir  string
+	size uint64
+	rep  *FsckReport
+	cur  map[uint64]*tileBuf // by tile level
+	fix  map[int]*tileFix    // problem index → the correct tile
+}
+
+type tileBuf struct {
+	level, index uint64
+	hashes       []byte
+}
+
+type tileFix struct {
+	path string
+	data []byte
+}
+
+func (tc *tileCheck) visit(id compact.NodeID, hash []byte) {
+	if id.Level%layout.TileHeight != 0 {
+		return
+	}
+	level := uint64(id.Level / layout.TileHeight)
+	index := id.Index / layout.TileWidth
+	if tc.cur == nil {
+		tc.cur = map[uint64]*tileBuf{}
+	}
+	b := tc.cur[level]
+	if b != nil && b.index != index {
+		tc.flush(b)
+		b = nil
+	}
+	if b == nil {
+		b = &tileBuf{level: level, index: index, hashes: make([]byte, 0, layout.TileWidth*sha256.Size)}
+		tc.cur[level] = b
+	}
+	b.hashes = append(b.hashes, hash...)
+}
+
+func (tc *tileCheck) flushAll() {
+	levels := make([]uint64, 0, len(tc.cur))
+	for l := range tc.cur {
+		levels = append(levels, l)
+	}
+	sort.Slice(levels, func(i, j int) bool { return levels[i] < levels[j] })
+	for _, l := range levels {
+		tc.flush(tc.cur[l])
+	}
+}
+
+func (tc *tileCheck) flush(b *tileBuf) {
+	partial := layout.PartialTileSize(b.level, b.index, tc.size)
+	width := uint64(layout.TileWidth)
+	if partial > 0 {
+		width = uint64(partial)
+	}
+	if uint64(len(b.hashes)) < width*sha256.Size {
+		return // only a tile the tree size covers in full is checked
+	}
+	want := b.hashes[:width*sha256.Size]
+	path := filepath.Join(tc.dir, filepath.FromSlash(layout.TilePath(b.level, b.index, partial)))
+	got, err := os.ReadFile(path)
+	kind := ""
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		kind = "tile_missing"
+	case err != nil || !bytes.Equal(got, want):
+		kind = "tile_mismatch"
+	default:
+		return
+	}
+	detail := fmt.Sprintf("tile %s does not match the entries (%d bytes, want %d)", layout.TilePath(b.level, b.index, partial), len(got), len(want))
+	if kind == "tile_missing" {
+		detail = "tile " + layout.TilePath(b.level, b.index, partial) + " is missing"
+	}
+	if tc.fix == nil {
+		tc.fix = map[int]*tileFix{}
+	}
+	tc.fix[len(tc.rep.Problems)] = &tileFix{path: path, data: append([]byte(nil), want...)}
+	tc.rep.add(Problem{Kind: kind, Detail: detail + "; it can be rewritten from the entries", Repairable: true})
+}
