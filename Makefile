@@ -5,7 +5,7 @@ BIN      ?= bin/memtrail
 PKGS     ?= ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build run test test-short vet fmt bench fuzz clean
+.PHONY: all build run test test-crash vet bench fuzz clean
 
 all: build
 
@@ -23,6 +23,11 @@ vet:
 
 test: vet
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+# test-crash kills the log and the witness with SIGKILL under load, many
+# times, and checks their invariants after every restart.
+test-crash:
+	MEMTRAIL_CRASH_TRIALS=$${MEMTRAIL_CRASH_TRIALS:-60} $(GO) test -count=1 -timeout 60m -run 'Crash' -v ./cmd/memtrail ./witness/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

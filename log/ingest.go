@@ -233,11 +233,18 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*
 		e.ManifestRoot = rr.SourceItemsMerkleRoot
 		e.Items = manifestItems(sub.Manifest)
 		e.Supersedes = rr.Supersedes
-		if err := l.manifests.Put(ctx, sub.Manifest.Root(), sub.Manifest.Canonical()); err != nil {
-			return nil, fmt.Errorf("couldn't store manifest: %w", err)
-		}
 		var err error
-		pe, future, err = l.appendLineage(ctx, e, leaf, o, func() error { return l.decideCompaction(ctx, rr, sub.Manifest) })
+		pe, future, err = l.appendLineage(ctx, e, leaf, o, func() error {
+			if err := l.decideCompaction(ctx, rr, sub.Manifest); err != nil {
+				return err
+			}
+			// Stored (and synced) before the entry can be sequenced, so
+			// every logged compaction has its manifest.
+			if err := l.manifests.Put(ctx, sub.Manifest.Root(), sub.Manifest.Canonical()); err != nil {
+				return fmt.Errorf("couldn't store manifest: %w", err)
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, err
 		}
