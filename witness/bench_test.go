@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/memtrail/memtrail/witness"
+	"github.com/memtrail/memtrail/witness/internal/witnesstest"
 	"github.com/memtrail/memtrail/witness/sqlitestore"
 )
 
@@ -31,15 +32,15 @@ func BenchmarkAddCheckpoint(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			const logs = 50
 			per := b.N/logs + 1
-			sims := make([]*simLog, logs)
+			sims := make([]*witnesstest.Log, logs)
 			var known []witness.Log
 			reqs := make([][][]byte, logs)
 			for i := range sims {
 				sims[i] = newSimLog(b, fmt.Sprintf("example.com/bench/%d", i))
-				sims[i].growTo(uint64(per + 1))
-				known = append(known, sims[i].witnessLog())
+				sims[i].GrowTo(uint64(per + 1))
+				known = append(known, sims[i].WitnessLog())
 				for k := range per {
-					reqs[i] = append(reqs[i], sims[i].request(uint64(k), uint64(k+1)))
+					reqs[i] = append(reqs[i], sims[i].Request(uint64(k), uint64(k+1)))
 				}
 			}
 			var store witness.Store = newMemStore()

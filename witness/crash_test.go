@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/memtrail/memtrail/witness"
+	"github.com/memtrail/memtrail/witness/internal/witnesstest"
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -42,9 +42,9 @@ func crashTrials(t *testing.T) int {
 // never cosign once main is cosigned.
 type crashLog struct {
 	mu    sync.Mutex // guards main, which drivers grow
-	main  *simLog
-	fork  *simLog // only the fork submitter uses it during load
-	acked uint64  // largest size cosigned and acknowledged; under ackMu
+	main  *witnesstest.Log
+	fork  *witnesstest.Log // only the fork submitter uses it during load
+	acked uint64           // largest size cosigned and acknowledged; under ackMu
 }
 
 // TestCrash builds the memtrail binary, runs "memtrail witness serve", and
@@ -65,11 +65,11 @@ func TestCrash(t *testing.T) {
 	var list []witness.Log
 	for i := range logs {
 		m := newSimLog(t, fmt.Sprintf("example.com/crash/%d", i))
-		m.growTo(64)
-		f := m.fork(0, "fork")
-		f.growTo(64)
+		m.GrowTo(64)
+		f := m.Fork(0, "fork")
+		f.GrowTo(64)
 		logs[i] = &crashLog{main: m, fork: f}
-		list = append(list, m.witnessLog())
+		list = append(list, m.WitnessLog())
 	}
 	if err := os.WriteFile(logsFile, witness.FormatLogs(list), 0o644); err != nil {
 		t.Fatal(err)
@@ -85,15 +85,15 @@ func TestCrash(t *testing.T) {
 	for trial := range trials + 1 {
 		p := startWitness(t, bin, args...)
 		if vkey == "" {
-			vkey = p.vkey
+			vkey = p.VKey
 			v, err := fnote.NewVerifierForCosignatureV1(vkey)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cosigV = v
-		} else if p.vkey != vkey {
-			p.kill()
-			t.Fatalf("trial %d: the witness key changed across restarts: %q, was %q", trial, p.vkey, vkey)
+		} else if p.VKey != vkey {
+			p.Kill()
+			t.Fatalf("trial %d: the witness key changed across restarts: %q, was %q", trial, p.VKey, vkey)
 		}
 
 		// The invariants, after every restart.
@@ -104,13 +104,13 @@ func TestCrash(t *testing.T) {
 				// Nothing cosigned yet: only possible before any ack. Cosign
 				// the main history first, so the fork can't win the origin.
 				if l.acked != 0 {
-					p.kill()
-					t.Fatalf("trial %d: %s: nothing served after size %d was acknowledged\n%s", trial, l.main.origin, l.acked, p.log())
+					p.Kill()
+					t.Fatalf("trial %d: %s: nothing served after size %d was acknowledged\n%s", trial, l.main.Origin, l.acked, p.Log())
 				}
-				r := httpPost(t, client, p.url(), l.main.request(0, 1))
+				r := httpPost(t, client, p.URL(), l.main.Request(0, 1))
 				if r.code != 200 {
-					p.kill()
-					t.Fatalf("trial %d: first checkpoint of %s = %d %q", trial, l.main.origin, r.code, r.body)
+					p.Kill()
+					t.Fatalf("trial %d: first checkpoint of %s = %d %q", trial, l.main.Origin, r.code, r.body)
 				}
 				l.acked, size = 1, 1
 			}
@@ -118,15 +118,8 @@ func TestCrash(t *testing.T) {
 		}
 		if trial == trials {
 			// Last round: no more load. Stop gracefully this time.
-			p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.exited:
-				if p.err != nil {
-					t.Fatalf("witness exited with %v after SIGTERM\n%s", p.err, p.log())
-				}
-			case <-time.After(30 * time.Second):
-				p.kill()
-				t.Fatalf("witness did not stop after SIGTERM")
+			if err := p.Stop(30 * time.Second); err != nil {
+				t.Fatalf("witness did not stop cleanly after SIGTERM: %v\n%s", err, p.Log())
 			}
 			break
 		}
@@ -147,10 +140,10 @@ func TestCrash(t *testing.T) {
 						}
 						l.mu.Lock()
 						size := known + 1 + drng.Uint64N(16)
-						l.main.growTo(size)
-						body, cp := l.main.request(known, size), l.main.checkpoint(size)
+						l.main.GrowTo(size)
+						body, cp := l.main.Request(known, size), l.main.Checkpoint(size)
 						l.mu.Unlock()
-						r, err := tryPost(client, p.url(), body)
+						r, err := tryPost(client, p.URL(), body)
 						if err != nil {
 							return // killed
 						}
@@ -170,7 +163,7 @@ func TestCrash(t *testing.T) {
 							}
 							known = n
 						default:
-							t.Errorf("trial %d: %s: old %d size %d = %d %q", trial, l.main.origin, known, size, r.code, r.body)
+							t.Errorf("trial %d: %s: old %d size %d = %d %q", trial, l.main.Origin, known, size, r.code, r.body)
 							return
 						}
 					}
@@ -186,8 +179,8 @@ func TestCrash(t *testing.T) {
 					default:
 					}
 					size := known + drng64(frng, 8)
-					l.fork.growTo(size)
-					r, err := tryPost(client, p.url(), l.fork.request(known, size))
+					l.fork.GrowTo(size)
+					r, err := tryPost(client, p.URL(), l.fork.Request(known, size))
 					if err != nil {
 						return
 					}
@@ -198,19 +191,18 @@ func TestCrash(t *testing.T) {
 						known = 0
 					default:
 						t.Errorf("trial %d: %s: fork checkpoint old %d size %d = %d %q, want 409 or 422",
-							trial, l.main.origin, known, size, r.code, r.body)
+							trial, l.main.Origin, known, size, r.code, r.body)
 						return
 					}
 				}
 			})
 		}
 		time.Sleep(time.Duration(5+rng.IntN(300)) * time.Millisecond)
-		p.cmd.Process.Signal(syscall.SIGKILL)
-		<-p.exited
+		p.Kill()
 		close(stop)
 		wg.Wait()
 		if t.Failed() {
-			t.Fatalf("trial %d failed; witness log:\n%s", trial, p.log())
+			t.Fatalf("trial %d failed; witness log:\n%s", trial, p.Log())
 		}
 	}
 	t.Logf("%d kills, %d cosignatures acknowledged", trials, acks)
@@ -220,14 +212,14 @@ func drng64(r *rand.Rand, n uint64) uint64 { return 1 + r.Uint64N(n) }
 
 // crashCheck checks the invariants for one log after a restart and returns
 // the served size, or false if nothing is served.
-func crashCheck(t *testing.T, client *http.Client, p *witnessProcess, cosigV note.Verifier, l *crashLog, trial int) (uint64, bool) {
+func crashCheck(t *testing.T, client *http.Client, p *witnesstest.Process, cosigV note.Verifier, l *crashLog, trial int) (uint64, bool) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
-		p.kill()
-		t.Fatalf("trial %d: %s: %s\n%s", trial, l.main.origin, fmt.Sprintf(format, args...), p.log())
+		p.Kill()
+		t.Fatalf("trial %d: %s: %s\n%s", trial, l.main.Origin, fmt.Sprintf(format, args...), p.Log())
 	}
-	resp, err := client.Get(p.url() + "/checkpoint/" + url.PathEscape(l.main.origin))
+	resp, err := client.Get(p.URL() + "/checkpoint/" + url.PathEscape(l.main.Origin))
 	if err != nil {
 		fail("GET checkpoint: %v", err)
 	}
@@ -240,7 +232,7 @@ func crashCheck(t *testing.T, client *http.Client, p *witnessProcess, cosigV not
 		fail("GET checkpoint = %d %q", resp.StatusCode, body)
 	}
 	// The served checkpoint carries the log's signature and the witness's.
-	logV, err := note.NewVerifier(l.main.vkey)
+	logV, err := note.NewVerifier(l.main.VKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,19 +244,19 @@ func crashCheck(t *testing.T, client *http.Client, p *witnessProcess, cosigV not
 	if size < l.acked {
 		fail("rolled back: serves size %d after acknowledging %d", size, l.acked)
 	}
-	l.main.growTo(size + 1)
-	if !bytes.Equal(root, l.main.root(size)) {
+	l.main.GrowTo(size + 1)
+	if !bytes.Equal(root, l.main.Root(size)) {
 		fail("serves a root at size %d that is not the cosigned history's", size)
 	}
 	// The 409 of a stale request reports the same size.
-	if r := httpPost(t, client, p.url(), l.main.request(0, size+1)); size > 0 && (r.code != 409 || string(r.body) != fmt.Sprintf("%d\n", size)) {
+	if r := httpPost(t, client, p.URL(), l.main.Request(0, size+1)); size > 0 && (r.code != 409 || string(r.body) != fmt.Sprintf("%d\n", size)) {
 		fail("stale request = %d %q, want 409 %d", r.code, r.body, size)
 	}
 	// Forks are refused: a larger fork with a proof in its own tree, and the
 	// fork at the same size.
-	l.fork.growTo(size + 10)
-	for _, body := range [][]byte{l.fork.request(size, size+10), l.fork.request(size, size)} {
-		if r := httpPost(t, client, p.url(), body); r.code != 422 {
+	l.fork.GrowTo(size + 10)
+	for _, body := range [][]byte{l.fork.Request(size, size+10), l.fork.Request(size, size)} {
+		if r := httpPost(t, client, p.URL(), body); r.code != 422 {
 			fail("fork from size %d = %d %q, want 422", size, r.code, r.body)
 		}
 	}

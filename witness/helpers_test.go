@@ -3,10 +3,8 @@ package witness_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,102 +17,18 @@ import (
 	"time"
 
 	"github.com/memtrail/memtrail/witness"
+	"github.com/memtrail/memtrail/witness/internal/witnesstest"
 	fnote "github.com/transparency-dev/formats/note"
-	"github.com/transparency-dev/merkle/rfc6962"
-	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
 )
 
-// A simLog is a simulated transparency log: a real RFC 6962 tree and a
-// signed-note key. It is not safe for concurrent use while it grows.
-type simLog struct {
-	origin string
-	vkey   string
-	signer note.Signer
-	tree   *testonly.Tree
-	tag    string // makes this log's leaves differ from a fork's
-}
-
-func newSimLog(tb testing.TB, origin string) *simLog {
+func newSimLog(tb testing.TB, origin string) *witnesstest.Log {
 	tb.Helper()
-	skey, vkey, err := note.GenerateKey(rand.Reader, keyNameFor(origin))
+	l, err := witnesstest.NewLog(origin)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &simLog{origin: origin, vkey: vkey, signer: signer, tree: testonly.New(rfc6962.DefaultHasher), tag: "main"}
-}
-
-// keyNameFor makes a valid key name from an origin, which may contain
-// spaces or '+'.
-func keyNameFor(origin string) string {
-	return strings.NewReplacer(" ", "_", "+", "_", "\t", "_").Replace(origin)
-}
-
-// fork returns a log with the same origin and key whose tree has the first
-// shared leaves of l and then different ones.
-func (l *simLog) fork(shared uint64, tag string) *simLog {
-	f := &simLog{origin: l.origin, vkey: l.vkey, signer: l.signer, tree: testonly.New(rfc6962.DefaultHasher), tag: tag}
-	for i := range shared {
-		f.tree.Append(l.tree.LeafHash(i))
-	}
-	return f
-}
-
-func (l *simLog) witnessLog() witness.Log { return witness.Log{Origin: l.origin, VKey: l.vkey} }
-
-// growTo appends leaves until the tree has size leaves.
-func (l *simLog) growTo(size uint64) {
-	for l.tree.Size() < size {
-		l.tree.AppendData([]byte(fmt.Sprintf("%s %s leaf %d", l.origin, l.tag, l.tree.Size())))
-	}
-}
-
-func (l *simLog) root(size uint64) []byte { return l.tree.HashAt(size) }
-
-func (l *simLog) text(size uint64) string {
-	return fmt.Sprintf("%s\n%d\n%s\n", l.origin, size, base64.StdEncoding.EncodeToString(l.root(size)))
-}
-
-func (l *simLog) checkpoint(size uint64) []byte { return signText(l.text(size), l.signer) }
-
-func signText(text string, signers ...note.Signer) []byte {
-	b, err := note.Sign(&note.Note{Text: text}, signers...)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-func (l *simLog) proof(old, size uint64) [][]byte {
-	if old == 0 || old == size {
-		return nil
-	}
-	p, err := l.tree.ConsistencyProof(old, size)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
-// request is the add-checkpoint body for the checkpoint of size with the
-// proof from old.
-func (l *simLog) request(old, size uint64) []byte {
-	return requestBody(old, l.proof(old, size), l.checkpoint(size))
-}
-
-func requestBody(old uint64, proof [][]byte, checkpoint []byte) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "old %d\n", old)
-	for _, h := range proof {
-		b.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
-	}
-	b.WriteString("\n")
-	b.Write(checkpoint)
-	return b.Bytes()
+	return l
 }
 
 // memStore is an in-memory witness.Store with fault hooks. Stores opened
@@ -290,13 +204,13 @@ func (h *harness) get(path string) response {
 func checkpointPath(origin string) string { return "/checkpoint/" + url.PathEscape(origin) }
 
 // mustAdd submits a request that must succeed and checks its cosignature.
-func (h *harness) mustAdd(l *simLog, old, size uint64) []byte {
+func (h *harness) mustAdd(l *witnesstest.Log, old, size uint64) []byte {
 	h.t.Helper()
-	r := h.post(l.request(old, size))
+	r := h.post(l.Request(old, size))
 	if r.code != http.StatusOK {
 		h.t.Fatalf("add-checkpoint old %d size %d = %d %q, want 200", old, size, r.code, r.body)
 	}
-	checkCosignature(h.t, h.cosigV, l.checkpoint(size), r.body, time.Now())
+	checkCosignature(h.t, h.cosigV, l.Checkpoint(size), r.body, time.Now())
 	return r.body
 }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,16 +51,13 @@ func TestTesseraInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startWitness(t, buildMemtrail(t), "--data", filepath.Join(dir, "witness"), "--logs", logsFile, "--name", "witness.example.com/interop")
-	defer func() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		<-p.exited
-	}()
-	cosigV, err := fnote.NewVerifierForCosignatureV1(p.vkey)
+	defer p.Stop(30 * time.Second)
+	cosigV, err := fnote.NewVerifierForCosignatureV1(p.VKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	policy := fmt.Sprintf("log %s\nwitness w1 %s %s\nquorum w1\n", vkey, p.vkey, p.url())
+	policy := fmt.Sprintf("log %s\nwitness w1 %s %s\nquorum w1\n", vkey, p.VKey, p.URL())
 	group, err := tessera.NewWitnessGroupFromPolicy([]byte(policy))
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +112,7 @@ func TestTesseraInterop(t *testing.T) {
 
 	// The witness serves the same history: the size it holds is at least
 	// the one published last, and its checkpoint verifies.
-	resp, err := http.Get(p.url() + checkpointPath(origin))
+	resp, err := http.Get(p.URL() + checkpointPath(origin))
 	if err != nil {
 		t.Fatal(err)
 	}
