@@ -25,10 +25,10 @@ func TestGenerateKey(t *testing.T) {
 		t.Fatalf("GenerateKey = %q, %q", skey, vkey)
 	}
 	// The key ID is the same in both, and the vkey has type 0x04.
-	if strings.Split(skey, "+")[3] != strings.Split(vkey, "+")[1] {
+	if strings.SplitN(skey, "+", 5)[3] != strings.SplitN(vkey, "+", 3)[1] {
 		t.Fatalf("key IDs differ: %q, %q", skey, vkey)
 	}
-	if k, err := base64.StdEncoding.DecodeString(strings.Split(vkey, "+")[2]); err != nil || len(k) != 33 || k[0] != 0x04 {
+	if k, err := base64.StdEncoding.DecodeString(strings.SplitN(vkey, "+", 3)[2]); err != nil || len(k) != 33 || k[0] != 0x04 {
 		t.Fatalf("vkey %q is not type 0x04 and a 32-byte key", vkey)
 	}
 	// The skey is refused by a plain note signer, so it can only cosign.
@@ -102,7 +102,7 @@ func TestNewKeys(t *testing.T) {
 	checkCosignature(t, v, l.Checkpoint(5), line, time.Now())
 
 	// Damaged keys are refused.
-	parts := strings.Split(skey, "+")
+	parts := strings.SplitN(skey, "+", 5)
 	badID := strings.Join([]string{parts[0], parts[1], parts[2], "00000000", parts[4]}, "+")
 	for _, bad := range []string{
 		"", skey + "x", strings.TrimPrefix(skey, "PRIVATE+"), badID,
