@@ -38,8 +38,10 @@
 // The witness answers with the first of these that applies, in order:
 //
 //	413  the body is larger than MaxRequestSize
-//	400  the body or the note is malformed
+//	400  the old size line or a proof line is malformed, or there are
+//	     more than MaxProofLines, or no checkpoint follows the empty line
 //	404  the origin (first line of the checkpoint) is not a known log
+//	400  the note is not a well-formed signed note
 //	403  no signature verifies against a key of the log; signatures by
 //	     other keys are ignored, and a bad signature by a key of the log
 //	     is refused
@@ -92,7 +94,7 @@
 // text, the signatures of the log's keys that verified, and the witness's
 // cosignature (Content-Type text/plain; charset=utf-8), or 404 if the
 // origin is unknown or nothing was cosigned yet. The origin is escaped as
-// by [url.PathEscape], so "example.com/log" is "example.com%2Flog".
+// by [net/url.PathEscape], so "example.com/log" is "example.com%2Flog".
 //
 //	GET /metrics
 //

@@ -60,8 +60,8 @@ Example:
 
 	$ memtrail witness serve --data /var/lib/memtrail-witness \
 		--logs /etc/memtrail/witness-logs --listen :7380 --name witness.example.com/w1
-	witness.example.com/w1+5d6a1f0e+BH0mfiwm...
-	time=... level=INFO msg="listening" addr=[::]:7380 logs=3
+	witness.example.com/w1+83d999a8+BDjs9dAt3bddvvapMpC6RMz7NzrJip9XXM3WUMRttpOX
+	time=... level=INFO msg=listening addr=[::]:7380 logs=3 name=witness.example.com/w1 vkey=...
 `
 
 func init() {

@@ -1,7 +1,7 @@
 // Command witnessload compares the add-checkpoint throughput and latency
 // of "memtrail witness serve" with omniwitness under the same load:
 //
-//	go run ./witness/internal/witnessload [-logs 50] [-rounds 6] [-per-round 200]
+//	go run ./witness/internal/witnessload [-logs 50] [-rounds 6] [-per-round 50]
 //
 // It builds memtrail from this module and installs omniwitness at
 // omniwitnessVersion into a temporary GOBIN (never touching go.mod), then
@@ -68,7 +68,7 @@ var omniConfigs = []omniConfig{
 func main() {
 	logsFlag := flag.Int("logs", 50, "number of logs, each with its own client goroutine")
 	roundsFlag := flag.Int("rounds", 6, "measured rounds per witness, alternating")
-	perRoundFlag := flag.Int("per-round", 200, "requests per log in each round")
+	perRoundFlag := flag.Int("per-round", 50, "requests per log in each round")
 	warmupFlag := flag.Int("warmup", 10, "requests per log sent to each witness before measuring")
 	omniFlag := flag.String("omniwitness", "omniwitness,omniwitness-1conn", "omniwitness configurations to compare with, comma-separated: omniwitness (defaults), omniwitness-1conn (--db_max_conns 1)")
 	flag.Parse()
@@ -215,13 +215,13 @@ func run(nlogs, rounds, perRound, warmup int) error {
 
 	fmt.Printf("%d logs, %d client goroutines, %d rounds of %d requests per log, GOMAXPROCS %d, %d CPUs, %s/%s\n\n",
 		nlogs, nlogs, rounds, perRound, runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
-	fmt.Printf("| witness | cosigned | cosigned/s | p50 | p99 | max | HTTP requests | 429 retried | failed |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| witness | checkpoints cosigned | cosigned/s | p50 | p99 | max | HTTP requests | 429 retried | failed |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	failed := 0
 	for _, tg := range targets {
 		slices.Sort(tg.latencies)
 		fmt.Printf("| %s | %d | %.0f | %s | %s | %s | %d | %d | %d |\n", tg.name, len(tg.latencies),
 			float64(len(tg.latencies))/tg.busy.Seconds(),
-			percentile(tg.latencies, 0.50), percentile(tg.latencies, 0.99), tg.latencies[len(tg.latencies)-1].Round(10*time.Microsecond),
+			ms(percentile(tg.latencies, 0.50)), ms(percentile(tg.latencies, 0.99)), ms(tg.latencies[len(tg.latencies)-1]),
 			tg.sent, tg.pushback, tg.failed)
 		failed += tg.failed
 	}
@@ -314,8 +314,10 @@ func (tg *target) run(reqs [][][]byte, from, to int, measure bool) {
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
-	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))].Round(10 * time.Microsecond)
+	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
 }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
 // installOmniwitness installs omniwitness into a GOBIN of its own, from a
 // directory outside this module, and returns the binary.
