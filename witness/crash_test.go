@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,6 +83,7 @@ func TestCrash(t *testing.T) {
 	var cosigV note.Verifier
 	var ackMu sync.Mutex
 	acks := 0
+	var forksRefused atomic.Int64
 	for trial := range trials + 1 {
 		p := startWitness(t, bin, args...)
 		if vkey == "" {
@@ -100,6 +102,9 @@ func TestCrash(t *testing.T) {
 		sizes := make([]uint64, nlogs)
 		for i, l := range logs {
 			size, ok := crashCheck(t, client, p, cosigV, l, trial)
+			if ok {
+				forksRefused.Add(2)
+			}
 			if !ok {
 				// Nothing cosigned yet: only possible before any ack. Cosign
 				// the main history first, so the fork can't win the origin.
@@ -188,6 +193,7 @@ func TestCrash(t *testing.T) {
 					case 409:
 						known, _ = strconv.ParseUint(strings.TrimSpace(string(r.body)), 10, 64)
 					case 422:
+						forksRefused.Add(1)
 						known = 0
 					default:
 						t.Errorf("trial %d: %s: fork checkpoint old %d size %d = %d %q, want 409 or 422",
@@ -205,7 +211,7 @@ func TestCrash(t *testing.T) {
 			t.Fatalf("trial %d failed; witness log:\n%s", trial, p.Log())
 		}
 	}
-	t.Logf("%d kills, %d cosignatures acknowledged", trials, acks)
+	t.Logf("%d kills, %d cosignatures acknowledged, %d fork checkpoints refused", trials, acks, forksRefused.Load())
 }
 
 func drng64(r *rand.Rand, n uint64) uint64 { return 1 + r.Uint64N(n) }
