@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode"
@@ -120,6 +121,15 @@ func WriteKeyFile(path, skey string) error {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("witness: couldn't write key file %s: %w", path, err)
+	}
+	// Make the new directory entry durable too: a witness that lost its key
+	// in a power cut would come back with a new identity.
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("witness: couldn't sync the directory of %s: %w", path, err)
+		}
 	}
 	return nil
 }

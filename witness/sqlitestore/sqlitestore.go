@@ -18,6 +18,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -108,6 +110,14 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: couldn't enable WAL mode on %s (got %q): %v", path, mode, err)
 	}
+	// SQLite syncs the directory when it creates the WAL, but not when it
+	// creates the database file, which a power loss could then take away
+	// with the WAL's contents once they are checkpointed into it.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		conn.Close()
+		db.Close()
+		return nil, fmt.Errorf("sqlitestore: couldn't sync the directory of %s: %w", path, err)
+	}
 	s := &Store{
 		db:       db,
 		conn:     conn,
@@ -117,6 +127,15 @@ func Open(path string) (*Store, error) {
 	}
 	go s.commitLoop()
 	return s, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func isBusy(err error) bool {
