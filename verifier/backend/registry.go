@@ -1,0 +1,204 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/memtrail/memtrail/receipts"
+	"github.com/memtrail/memtrail/verifier"
+)
+
+// FileRegistry keeps single-use registrations of projection ids in a
+// registry file (see [verifier.RegistryFile] for its format).
+//
+// A registration holds an exclusive lock on the lock file PATH.lock for the
+// whole read-check-write: flock(2) where the system has it, which the
+// kernel releases when the process dies; elsewhere a lock file created
+// with O_EXCL, which a crash leaves behind (remove it by hand once no
+// verifier runs). Under the lock it reads and parses the registry, refuses
+// an id already there, and writes the new registry to a temporary file,
+// syncs it and renames it over PATH, syncing the directory. So concurrent
+// "memtrail verify" processes on one registry never both register an id,
+// and a crash at any point leaves the old registry or the new one, never a
+// torn one. The registration is durable when Register returns.
+//
+// Who trusts it: the relying party that owns it. Anyone who can write it
+// can remove registrations and let a record be accepted twice.
+type FileRegistry struct {
+	path string
+}
+
+var _ verifier.Registry = (*FileRegistry)(nil)
+
+// NewFileRegistry returns the registry kept in the file at path (created
+// on first registration).
+func NewFileRegistry(path string) *FileRegistry { return &FileRegistry{path: path} }
+
+// Register registers id, used by the record with canonical bytes record,
+// at time at.
+func (r *FileRegistry) Register(ctx context.Context, id string, record []byte, at time.Time) (*verifier.Registration, error) {
+	unlock, err := lockFile(ctx, r.path+".lock")
+	if err != nil {
+		return nil, fmt.Errorf("couldn't lock the registry %s: %w", r.path, err)
+	}
+	defer unlock()
+	data, err := os.ReadFile(r.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("couldn't read the registry: %w", err)
+	}
+	f, err := verifier.ParseRegistry(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.path, err)
+	}
+	if e, dup := f.Lookup(id); dup {
+		return nil, &verifier.ReplayError{ProjectionID: id, First: verifier.Registration{Registry: r.path, ProjectionID: id,
+			RecordDigest: e.RecordDigest, RegisteredAt: receipts.FormatTimestamp(e.RegisteredAt)}}
+	}
+	e := verifier.RegistryEntry{RegisteredAt: at, RecordDigest: receipts.Digest(record), ProjectionID: id}
+	if err := f.Add(e); err != nil {
+		return nil, err
+	}
+	if err := WriteFileAtomic(r.path, f.Format(), 0o644); err != nil {
+		return nil, err
+	}
+	return &verifier.Registration{Registry: r.path, ProjectionID: id, RecordDigest: e.RecordDigest, RegisteredAt: receipts.FormatTimestamp(at)}, nil
+}
+
+// lockRetry is how often a busy lock is tried again.
+const lockRetry = 5 * time.Millisecond
+
+// LogRegistry uses a memtrail log as the registry of projection ids. The
+// log logs each projection_id at most once, atomically, so the log binds
+// an id to exactly one record. Registering an id there means:
+//
+//   - if the log already holds the id (GET /v1/projections?id=), its entry
+//     must be this very record (same leaf hash): the id is then bound to
+//     this record and the registration names its index; if it is another
+//     record, the id was used by that one, and the result is
+//     projection_replay naming the index;
+//   - if the log does not hold it, the record is submitted (POST
+//     /v1/projections): the log's atomic single use decides, and a
+//     concurrent registration of the same id by another record loses with
+//     projection_replay.
+//
+// Against a log, presenting the same record again is not a replay: what
+// the log guarantees is that no other record can ever use the id. A
+// relying party that must also refuse the second presentation of one
+// record keeps a registry file (see FileRegistry).
+type LogRegistry struct {
+	base   *url.URL
+	client *http.Client
+}
+
+var _ verifier.Registry = (*LogRegistry)(nil)
+
+// NewLogRegistry returns the registry kept by the log at rawURL. A nil
+// client means one with a one-minute timeout.
+func NewLogRegistry(rawURL string, c *http.Client) (*LogRegistry, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("log URL %q is not an http(s) URL", rawURL)
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	if c == nil {
+		c = &http.Client{Timeout: time.Minute}
+	}
+	return &LogRegistry{base: u, client: c}, nil
+}
+
+type logEntry struct {
+	Index    *uint64 `json:"index"`
+	LeafHash string  `json:"leaf_hash"`
+}
+
+// Register looks id up in the log and, when the log does not have it,
+// submits the record.
+func (r *LogRegistry) Register(ctx context.Context, id string, record []byte, at time.Time) (*verifier.Registration, error) {
+	leafHash := base64.StdEncoding.EncodeToString(verifier.LeafHash(record))
+	name := strings.TrimSuffix(r.base.String(), "/")
+	for attempt := 0; attempt < 3; attempt++ {
+		status, body, err := r.do(ctx, http.MethodGet, "v1/projections?id="+url.QueryEscape(id), nil)
+		if err != nil {
+			return nil, err
+		}
+		switch status {
+		case http.StatusOK:
+			var e logEntry
+			if err := json.Unmarshal(body, &e); err != nil || e.Index == nil {
+				return nil, fmt.Errorf("the log's answer for %s is not an entry", id)
+			}
+			reg := verifier.Registration{Registry: name, ProjectionID: id, RecordDigest: receipts.Digest(record), LogIndex: e.Index}
+			if e.LeafHash != leafHash {
+				reg.RecordDigest = ""
+				return nil, &verifier.ReplayError{ProjectionID: id, First: reg}
+			}
+			reg.Existing = true
+			return &reg, nil
+		case http.StatusNotFound:
+		default:
+			return nil, fmt.Errorf("GET /v1/projections for %s: %d: %s", id, status, refusalText(body))
+		}
+		status, body, err = r.do(ctx, http.MethodPost, "v1/projections", record)
+		if err != nil {
+			return nil, err
+		}
+		switch status {
+		case http.StatusCreated:
+			var e logEntry
+			if err := json.Unmarshal(body, &e); err != nil || e.Index == nil {
+				return nil, fmt.Errorf("the log's answer to the submission of %s is not an acceptance", id)
+			}
+			if e.LeafHash != leafHash {
+				return nil, fmt.Errorf("the log logged %s with leaf hash %s, not this record's %s", id, e.LeafHash, leafHash)
+			}
+			return &verifier.Registration{Registry: name, ProjectionID: id, RecordDigest: receipts.Digest(record), LogIndex: e.Index,
+				RegisteredAt: receipts.FormatTimestamp(at)}, nil
+		case http.StatusConflict:
+			continue // logged meanwhile: look again at what was logged
+		default:
+			return nil, fmt.Errorf("the log refused to register %s: %s", id, refusalText(body))
+		}
+	}
+	return nil, fmt.Errorf("the log kept changing its answer for %s", id)
+}
+
+func (r *LogRegistry) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	u, err := r.base.Parse(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("couldn't reach the log: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	return resp.StatusCode, b, nil
+}

@@ -1,0 +1,323 @@
+package verifier
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/memtrail/memtrail/receipts"
+)
+
+// lineage is the erasure-lineage state of a log audited up to some size:
+// every single-use id, every compaction with its manifest's items and its
+// supersession, every tombstone. Entries are applied in log order, never
+// by a time a producer wrote.
+type lineage struct {
+	ids         map[receipts.Kind]map[string]uint64 // first index of each id
+	compactions map[string]*lineageCompaction       // by compaction_event_id
+	itemIn      map[string][]*lineageCompaction     // item digest → compactions including it, in log order
+	tombstones  map[string]*lineageTombstone        // by item digest (the first tombstone of each)
+	counts      Counts
+
+	// floor is the latest time the log is known to have passed when it
+	// logged the next entry: the greatest created_at or purged_at of a
+	// verified earlier entry, minus the allowed clock skew (ingest refuses
+	// receipts dated further ahead of its clock than that).
+	floor    time.Time
+	hasFloor bool
+}
+
+type lineageCompaction struct {
+	id           string
+	index        uint64
+	root         string
+	items        []string // nil when the manifest could not be read
+	supersedes   string
+	supersededBy string
+	supersededAt uint64
+}
+
+type lineageTombstone struct {
+	id       string
+	index    uint64
+	item     string
+	purgedAt int64
+}
+
+// Counts counts a log's entries by kind. Unparsed entries are those that
+// are not receipts at all.
+type Counts struct {
+	Projections uint64 `json:"projections"`
+	Compactions uint64 `json:"compactions"`
+	Tombstones  uint64 `json:"tombstones"`
+	Unparsed    uint64 `json:"unparsed"`
+}
+
+func newLineage() *lineage {
+	return &lineage{
+		ids: map[receipts.Kind]map[string]uint64{
+			receipts.KindProjection: {}, receipts.KindCompaction: {}, receipts.KindTombstone: {},
+		},
+		compactions: map[string]*lineageCompaction{},
+		itemIn:      map[string][]*lineageCompaction{},
+		tombstones:  map[string]*lineageTombstone{},
+	}
+}
+
+// entryResult is what verifying one entry yields, for the in-order stage.
+// Strings are copies, never views into the entry bundle.
+type entryResult struct {
+	index    uint64
+	leafHash []byte
+	kind     receipts.Kind // "" when the entry is not a receipt
+	id       string
+	findings []Finding
+	// verified: the receipt parsed and its signature verified, so its
+	// lineage effects apply.
+	verified bool
+	at       time.Time // created_at or purged_at; zero for compactions
+
+	// Compactions.
+	key        *receipts.Key
+	root       string
+	items      []string // nil when the manifest is missing or refused
+	supersedes string
+	bloom      *receipts.BloomFilter
+
+	// Tombstones.
+	item     string
+	purgedAt int64
+}
+
+func replayCode(k receipts.Kind) receipts.Code {
+	switch k {
+	case receipts.KindCompaction:
+		return receipts.CodeCompactionReplay
+	case receipts.KindTombstone:
+		return receipts.CodeTombstoneReplay
+	}
+	return receipts.CodeProjectionReplay
+}
+
+func u64(v uint64) *uint64 { return &v }
+
+// apply applies one entry in log order and returns the lineage findings.
+func (g *lineage) apply(e *entryResult, skew time.Duration) []Finding {
+	var out []Finding
+	finding := func(code receipts.Code, member, detail string, ev *Evidence) {
+		if ev == nil {
+			ev = &Evidence{}
+		}
+		ev.LeafHash = b64(e.leafHash)
+		out = append(out, Finding{Code: code, Check: CheckLineage, Index: u64(e.index), Kind: string(e.kind), ID: e.id, Member: member, Detail: detail, Evidence: ev})
+	}
+	switch e.kind {
+	case receipts.KindProjection:
+		g.counts.Projections++
+	case receipts.KindCompaction:
+		g.counts.Compactions++
+	case receipts.KindTombstone:
+		g.counts.Tombstones++
+	default:
+		g.counts.Unparsed++
+		return nil
+	}
+	// Single use holds for every logged id, whether or not the receipt
+	// verifies: the log logs an id at most once.
+	if first, dup := g.ids[e.kind][e.id]; dup {
+		finding(replayCode(e.kind), e.idMember(), fmt.Sprintf("%s %s was already logged at index %d", e.kind, e.id, first),
+			&Evidence{FirstIndex: u64(first)})
+		return out
+	}
+	g.ids[e.kind][e.id] = e.index
+	if !e.verified {
+		return out
+	}
+
+	switch e.kind {
+	case receipts.KindCompaction:
+		if e.key != nil && g.hasFloor {
+			// An ECCR carries no time; the log logged it no earlier than
+			// the floor, so its key must not have been revoked or expired
+			// by then.
+			if k := e.key; k.RevokedAt != nil && !k.RevokedAt.After(g.floor) {
+				finding(receipts.CodeKeyRevoked, "signature.kid", fmt.Sprintf("compactor key %s was revoked at %s, and the log logged this compaction after %s",
+					k.KID, receipts.FormatTimestamp(*k.RevokedAt), receipts.FormatTimestamp(g.floor)), &Evidence{KID: k.KID, LoggedAfter: receipts.FormatTimestamp(g.floor)})
+			} else if k.ValidTo != nil && !g.floor.Before(*k.ValidTo) {
+				finding(receipts.CodeKeyExpired, "signature.kid", fmt.Sprintf("compactor key %s expired at %s, and the log logged this compaction after %s",
+					k.KID, receipts.FormatTimestamp(*k.ValidTo), receipts.FormatTimestamp(g.floor)), &Evidence{KID: k.KID, LoggedAfter: receipts.FormatTimestamp(g.floor)})
+			}
+		}
+		c := &lineageCompaction{id: e.id, index: e.index, root: e.root, items: e.items, supersedes: e.supersedes}
+		if e.items != nil {
+			// No compaction logged after a tombstone may include its item.
+			for _, it := range e.items {
+				if t, ok := g.tombstones[it]; ok {
+					finding(receipts.CodeItemPurged, "manifest", fmt.Sprintf("includes item %s, tombstoned by %s at index %d", it, t.id, t.index),
+						&Evidence{Item: it, TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt, ManifestRoot: e.root})
+					break
+				}
+			}
+		}
+		if e.supersedes != "" {
+			if f := g.supersede(c, e); f != nil {
+				finding(receipts.CodeSupersessionInvalid, f.member, f.detail, f.ev)
+			}
+		}
+		g.compactions[e.id] = c
+		for _, it := range e.items {
+			g.itemIn[it] = append(g.itemIn[it], c)
+		}
+	case receipts.KindTombstone:
+		if t, ok := g.tombstones[e.item]; ok {
+			finding(receipts.CodeItemPurged, "item_digest", fmt.Sprintf("item %s was already tombstoned by %s at index %d", e.item, t.id, t.index),
+				&Evidence{Item: e.item, TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt})
+		} else {
+			g.tombstones[e.item] = &lineageTombstone{id: e.id, index: e.index, item: e.item, purgedAt: e.purgedAt}
+		}
+	}
+	if !e.at.IsZero() {
+		if f := e.at.Add(-skew); !g.hasFloor || f.After(g.floor) {
+			g.floor, g.hasFloor = f, true
+		}
+	}
+	return out
+}
+
+func (e *entryResult) idMember() string {
+	switch e.kind {
+	case receipts.KindCompaction:
+		return "compaction_event_id"
+	case receipts.KindTombstone:
+		return "tombstone_id"
+	}
+	return "projection_id"
+}
+
+type lineageFailure struct {
+	member, detail string
+	ev             *Evidence
+}
+
+// supersede checks that compaction c (entry e) may supersede its target:
+// the target was logged before and not yet superseded, c's manifest is
+// exactly the target's minus every item tombstoned since, in order, and
+// c's Bloom filter holds each of those items. When it may, the target is
+// marked superseded and its obligations close.
+func (g *lineage) supersede(c *lineageCompaction, e *entryResult) *lineageFailure {
+	target, ok := g.compactions[e.supersedes]
+	if !ok {
+		return &lineageFailure{"supersedes", fmt.Sprintf("compaction %s is not logged before index %d", e.supersedes, e.index),
+			&Evidence{CompactionID: e.supersedes}}
+	}
+	if target.supersededBy != "" {
+		return &lineageFailure{"supersedes", fmt.Sprintf("compaction %s was already superseded by %s at index %d", target.id, target.supersededBy, target.supersededAt),
+			&Evidence{CompactionID: target.id, CompactionIndex: u64(target.index), FirstIndex: u64(target.supersededAt)}}
+	}
+	if target.items != nil && e.items != nil {
+		var want, purged []string
+		for _, it := range target.items {
+			if _, gone := g.tombstones[it]; gone {
+				purged = append(purged, it)
+			} else {
+				want = append(want, it)
+			}
+		}
+		if diff := firstDifference(want, e.items); diff != "" {
+			return &lineageFailure{"manifest", fmt.Sprintf("must be the manifest of %s (%d items) minus the %d items tombstoned since (%d items)%s",
+				target.id, len(target.items), len(purged), len(want), diff), &Evidence{CompactionID: target.id, CompactionIndex: u64(target.index), ManifestRoot: e.root}}
+		}
+		for _, it := range purged {
+			if e.bloom == nil || !e.bloom.Contains(receipts.DigestBytes(it)) {
+				t := g.tombstones[it]
+				return &lineageFailure{"tombstone_bloom_filter_b64", fmt.Sprintf("does not hold item %s, purged since %s", it, target.id),
+					&Evidence{Item: it, TombstoneID: t.id, TombstoneIndex: u64(t.index), CompactionID: target.id, CompactionIndex: u64(target.index)}}
+			}
+		}
+	}
+	target.supersededBy, target.supersededAt = c.id, c.index
+	return nil
+}
+
+func firstDifference(want, got []string) string {
+	for i := 0; i < len(want) && i < len(got); i++ {
+		if want[i] != got[i] {
+			return fmt.Sprintf("; item %d is %s, want %s", i, got[i], want[i])
+		}
+	}
+	switch {
+	case len(got) > len(want):
+		return fmt.Sprintf("; extra item %s", got[len(want)])
+	case len(want) > len(got):
+		return fmt.Sprintf("; missing item %s", want[len(got)])
+	}
+	return ""
+}
+
+// Obligation is an erasure obligation still open: an item was tombstoned,
+// and a compaction that included it before the tombstone is not yet
+// superseded by one that excludes it.
+type Obligation struct {
+	Item            string `json:"item"`
+	TombstoneID     string `json:"tombstone_id"`
+	TombstoneIndex  uint64 `json:"tombstone_index"`
+	PurgedAt        int64  `json:"purged_at"`
+	CompactionID    string `json:"compaction_id"`
+	CompactionIndex uint64 `json:"compaction_index"`
+	// AgeSec is the time from purged_at to the audit time, in seconds.
+	AgeSec int64 `json:"age_sec"`
+	// Overdue is set once the age exceeds the grace period: the
+	// obligation is then a violation (obligation_overdue).
+	Overdue bool `json:"overdue"`
+}
+
+// obligations lists the open obligations at time at, oldest tombstone
+// first, and the findings for those older than grace.
+func (g *lineage) obligations(at time.Time, grace time.Duration) ([]Obligation, []Finding) {
+	out := []Obligation{}
+	var findings []Finding
+	items := make([]*lineageTombstone, 0, len(g.tombstones))
+	for _, t := range g.tombstones {
+		items = append(items, t)
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].index < items[j].index })
+	for _, t := range items {
+		for _, c := range g.itemIn[t.item] {
+			if c.index > t.index || c.supersededBy != "" {
+				continue
+			}
+			age := at.Unix() - t.purgedAt
+			o := Obligation{Item: t.item, TombstoneID: t.id, TombstoneIndex: t.index, PurgedAt: t.purgedAt,
+				CompactionID: c.id, CompactionIndex: c.index, AgeSec: age, Overdue: age > int64(grace/time.Second)}
+			out = append(out, o)
+			if o.Overdue {
+				findings = append(findings, Finding{Code: CodeObligationOverdue, Check: CheckObligations, Index: u64(c.index),
+					Kind: string(receipts.KindCompaction), ID: c.id,
+					Detail: fmt.Sprintf("item %s was tombstoned by %s at index %d (purged_at %s), %s ago, and compaction %s still includes it; the grace period is %s",
+						t.item, t.id, t.index, receipts.FormatTimestamp(time.Unix(t.purgedAt, 0)), formatAge(age), c.id, grace),
+					Evidence: &Evidence{Item: t.item, TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt,
+						CompactionID: c.id, CompactionIndex: u64(c.index), AgeSec: age}})
+			}
+		}
+	}
+	return out, findings
+}
+
+func describeObligation(o Obligation) string {
+	state := "open"
+	if o.Overdue {
+		state = "OVERDUE"
+	}
+	return fmt.Sprintf("%s: item %s (tombstone %s at index %d) still in compaction %s at index %d, %s old",
+		state, o.Item, o.TombstoneID, o.TombstoneIndex, o.CompactionID, o.CompactionIndex, formatAge(o.AgeSec))
+}
+
+// formatAge writes an age in seconds as a duration ("26h0m0s"), or in
+// seconds when it is beyond what a time.Duration holds.
+func formatAge(sec int64) string {
+	if sec > -1<<33 && sec < 1<<33 {
+		return (time.Duration(sec) * time.Second).String()
+	}
+	return strconv.FormatInt(sec, 10) + "s"
+}
