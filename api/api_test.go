@@ -1,0 +1,337 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memtrail/memtrail/internal/gen"
+	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/receipts"
+	"github.com/memtrail/memtrail/verifier"
+)
+
+type testServer struct {
+	t    *testing.T
+	l    *mlog.Log
+	srv  *httptest.Server
+	s    *gen.Signers
+	vkey string
+}
+
+func newTestServer(t *testing.T) *testServer {
+	t.Helper()
+	skey, vkey, err := mlog.GenerateLogKey("memtrail.test/api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := gen.NewSigners()
+	l, err := mlog.Open(context.Background(), mlog.Config{
+		Dir: t.TempDir(), SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)),
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(l, Config{}).Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		l.Close(context.Background())
+	})
+	return &testServer{t: t, l: l, srv: srv, s: s, vkey: vkey}
+}
+
+func (ts *testServer) do(method, path, ctype string, body []byte) (int, http.Header, []byte) {
+	ts.t.Helper()
+	req, err := http.NewRequest(method, ts.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+func (ts *testServer) projection(id string) []byte {
+	r, _, err := ts.s.Projection(id, time.Now().UTC(), 2, 50)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return r.Canonical()
+}
+
+func refusalOf(t *testing.T, b []byte) Refusal {
+	var r Refusal
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("refusal body %q: %v", b, err)
+	}
+	return r
+}
+
+func TestSubmitStatuses(t *testing.T) {
+	ts := newTestServer(t)
+	p := ts.projection("urn:p:1")
+	code, _, body := ts.do("POST", "/v1/projections", "application/json", p)
+	if code != 201 {
+		t.Fatalf("first submission: %d %s", code, body)
+	}
+	var acc Accepted
+	json.Unmarshal(body, &acc)
+	lh := verifier.LeafHash(p)
+	if acc.Index != 0 || acc.Kind != "projection" || acc.ID != "urn:p:1" || acc.LeafHash != base64.StdEncoding.EncodeToString(lh) {
+		t.Errorf("accepted = %+v", acc)
+	}
+	other, _ := gen.NewSigners()
+	foreign, _, _ := other.Projection("urn:p:foreign", time.Now(), 1, 10)
+	ts2, _ := ts.s.Tombstone("urn:t:1", receipts.Digest(nil), time.Now())
+	cases := []struct {
+		name, path, ctype string
+		body              []byte
+		status            int
+		code              string
+	}{
+		{"replay", "/v1/projections", "application/json", p, 409, "projection_replay"},
+		{"foreign signature", "/v1/projections", "application/json", foreign.Canonical(), 400, "signature_invalid"},
+		{"not json", "/v1/projections", "application/json", []byte("{"), 400, "record_invalid"},
+		{"duplicate key", "/v1/projections", "application/json", []byte(`{"@version":"x","@version":"y"}`), 400, "record_invalid"},
+		{"number beyond 2^53", "/v1/tombstones", "application/json", []byte(`{"purged_at":9007199254740993}`), 400, "record_invalid"},
+		{"wrong kind for endpoint", "/v1/projections", "application/json", ts2.Canonical(), 400, "record_invalid"},
+		{"bare ECCR", "/v1/compactions", "application/json", []byte(`{"eccr_version":"1.0"}`), 400, "record_invalid"},
+		{"content type", "/v1/projections", "text/plain", p, 415, "unsupported_media_type"},
+		{"too large", "/v1/tombstones", "application/json", bytes.Repeat([]byte(" "), receipts.MaxTombstoneSize+1), 413, "too_large"},
+		{"bad wait", "/v1/projections?wait=forever", "application/json", p, 400, "bad_request"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := ts.do("POST", tc.path, tc.ctype, tc.body)
+			r := refusalOf(t, body)
+			if code != tc.status || r.Code != tc.code {
+				t.Errorf("%s %s = %d %+v, want %d %s", "POST", tc.path, code, r, tc.status, tc.code)
+			}
+		})
+	}
+	code, _, body = ts.do("POST", "/v1/projections", "application/json", p)
+	if r := refusalOf(t, body); code != 409 || r.FirstIndex == nil || *r.FirstIndex != 0 {
+		t.Errorf("replay refusal %d %+v, want first_index 0", code, r)
+	}
+	// Key codes are 403.
+	tr := *ts.l.Trust()
+	tr.Adapters = nil
+	ts.l.SetTrust(&tr)
+	code, _, body = ts.do("POST", "/v1/projections", "application/json", ts.projection("urn:p:unpinned"))
+	if r := refusalOf(t, body); code != 403 || r.Code != "adapter_key_not_pinned" {
+		t.Errorf("unpinned adapter: %d %+v", code, r)
+	}
+	// Nothing refused was logged.
+	if size, _ := ts.l.IntegratedSize(context.Background()); size != 1 {
+		t.Errorf("tree size %d, want 1", size)
+	}
+}
+
+func TestWaitProofAndLookups(t *testing.T) {
+	ts := newTestServer(t)
+	p := ts.projection("urn:p:wait")
+	code, _, body := ts.do("POST", "/v1/projections?wait=proof", "application/json", p)
+	if code != 201 {
+		t.Fatalf("%d %s", code, body)
+	}
+	var acc Accepted
+	json.Unmarshal(body, &acc)
+	policy, err := verifier.ParsePolicy([]byte("log " + ts.vkey + "\nquorum none\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := verifier.VerifyProof(policy, []byte(acc.Proof), verifier.LeafHash(p)); err != nil {
+		t.Fatalf("proof in the answer: %v\n%s", err, acc.Proof)
+	}
+	// Lookup by escaped path and by query.
+	for _, path := range []string{"/v1/projections/" + url.PathEscape("urn:p:wait"), "/v1/projections?id=urn:p:wait"} {
+		code, _, body = ts.do("GET", path, "", nil)
+		var e Entry
+		json.Unmarshal(body, &e)
+		if code != 200 || e.Index != 0 || !bytes.Equal(e.Receipt, p) || e.Proof == "" {
+			t.Errorf("GET %s = %d %s", path, code, body)
+		}
+	}
+	code, _, body = ts.do("GET", "/v1/proof/0", "", nil)
+	if _, _, err := verifier.VerifyProof(policy, body, verifier.LeafHash(p)); code != 200 || err != nil {
+		t.Errorf("GET /v1/proof/0 = %d %v", code, err)
+	}
+	code, _, _ = ts.do("GET", "/v1/projections?id=urn:p:none", "", nil)
+	if code != 404 {
+		t.Errorf("unknown projection: %d", code)
+	}
+	code, _, body = ts.do("GET", "/v1/proof/5", "", nil)
+	if code != 404 || refusalOf(t, body).Code != "not_published" {
+		t.Errorf("proof beyond the tree: %d %s", code, body)
+	}
+}
+
+func TestLineageEndpoints(t *testing.T) {
+	ts := newTestServer(t)
+	items := gen.Items("api", 4)
+	c1, mf1, _ := ts.s.Compaction("urn:c:1", items, "", nil, nil)
+	tomb, _ := ts.s.Tombstone("urn:t:1", items[1].ItemDigest, time.Now())
+	rest := []receipts.ManifestItem{items[0], items[2], items[3]}
+	c2, mf2, _ := ts.s.Compaction("urn:c:2", rest, "urn:c:1", []string{items[1].ItemDigest}, nil)
+	again, mfa, _ := ts.s.Compaction("urn:c:again", items[1:2], "", nil, nil)
+	// One batch: lines are decided in order, so the re-inclusion after the
+	// tombstone is refused and the supersession accepted.
+	var batch bytes.Buffer
+	for _, line := range [][]byte{gen.CompactionSubmission(c1, mf1), ts.projection("urn:p:b1"), tomb.Canonical(), gen.CompactionSubmission(again, mfa), gen.CompactionSubmission(c2, mf2), []byte("{not json"), nil} {
+		batch.Write(line)
+		batch.WriteByte('\n')
+	}
+	code, _, body := ts.do("POST", "/v1/batch", "application/x-ndjson", batch.Bytes())
+	if code != 200 {
+		t.Fatalf("batch: %d %s", code, body)
+	}
+	var results []BatchResult
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for dec.More() {
+		var r BatchResult
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, r)
+	}
+	want := []int{201, 201, 201, 400, 201, 400, 204}
+	if len(results) != len(want) {
+		t.Fatalf("%d results, want %d: %s", len(results), len(want), body)
+	}
+	for i, r := range results {
+		if r.Line != i+1 || r.Status != want[i] {
+			t.Errorf("line %d: %+v, want status %d", i+1, r, want[i])
+		}
+	}
+	if results[3].Refusal == nil || results[3].Refusal.Code != "item_purged" {
+		t.Errorf("re-inclusion refusal: %+v", results[3])
+	}
+	// Wait for the last entry to be indexed.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, _, body = ts.do("GET", "/v1/compactions?id=urn:c:2", "", nil)
+		if code == 200 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, _, body = ts.do("GET", "/v1/compactions?id=urn:c:1", "", nil)
+	var cs CompactionState
+	json.Unmarshal(body, &cs)
+	if cs.State != "superseded" || cs.SupersededBy != "urn:c:2" {
+		t.Errorf("urn:c:1 = %s", body)
+	}
+	code, _, body = ts.do("GET", "/v1/items/"+items[1].ItemDigest, "", nil)
+	var is ItemState
+	json.Unmarshal(body, &is)
+	if code != 200 || is.State != "purged" || is.Tombstone == nil || len(is.Compactions) != 1 {
+		t.Errorf("purged item = %d %s", code, body)
+	}
+	code, _, body = ts.do("GET", "/v1/items/"+items[0].ItemDigest, "", nil)
+	json.Unmarshal(body, &is)
+	if is.State != "retained" || len(is.Compactions) != 2 {
+		t.Errorf("retained item = %s", body)
+	}
+	code, hdr, body := ts.do("GET", "/v1/manifests/"+mf2.Root(), "", nil)
+	if code != 200 || !bytes.Equal(body, mf2.Canonical()) || !strings.Contains(hdr.Get("Cache-Control"), "immutable") {
+		t.Errorf("manifest = %d %s", code, hdr)
+	}
+	// The source proof verifies against the logged ECCR.
+	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := ts.l.WaitPublished(wctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	code, _, body = ts.do("GET", "/v1/compactions/urn:c:2/sources/"+items[2].ItemDigest+"/proof", "", nil)
+	var sp SourceProofAnswer
+	if err := json.Unmarshal(body, &sp); err != nil || code != 200 {
+		t.Fatalf("source proof: %d %s", code, body)
+	}
+	doc, err := receipts.ParseSourceProof(sp.SourceProof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := receipts.ParseCompaction(sp.Compaction)
+	if err := doc.Verify(c); err != nil || doc.TreeSize != 3 || doc.Index != 1 {
+		t.Errorf("source proof %+v: %v", doc, err)
+	}
+	if sp.CompactionProof == "" {
+		t.Errorf("source proof answer lacks the compaction's tlog-proof")
+	}
+	code, _, _ = ts.do("GET", "/v1/compactions/urn:c:2/sources/"+items[1].ItemDigest+"/proof", "", nil)
+	if code != 404 {
+		t.Errorf("source proof of an excluded item: %d", code)
+	}
+	code, _, body = ts.do("GET", "/v1/consistency?from=1&to=4", "", nil)
+	if code != 200 {
+		t.Errorf("consistency: %d %s", code, body)
+	}
+}
+
+func TestTilesReadPath(t *testing.T) {
+	ts := newTestServer(t)
+	var wg sync.WaitGroup
+	for i := 0; i < 300; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ts.do("POST", "/v1/projections", "application/json", ts.projection(fmt.Sprint("urn:p:", i)))
+		}(i)
+	}
+	wg.Wait()
+	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := ts.l.WaitPublished(wctx, 299); err != nil {
+		t.Fatal(err)
+	}
+	code, hdr, _ := ts.do("GET", "/checkpoint", "", nil)
+	if code != 200 || hdr.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Errorf("checkpoint: %d %v", code, hdr)
+	}
+	code, hdr, body := ts.do("GET", "/tile/0/000", "", nil)
+	if code != 200 || len(body) != 8192 || hdr.Get("Content-Type") != "application/octet-stream" || !strings.Contains(hdr.Get("Cache-Control"), "immutable") {
+		t.Errorf("full tile: %d %d %v", code, len(body), hdr)
+	}
+	code, _, body = ts.do("GET", "/tile/0/001.p/44", "", nil)
+	if code != 200 || len(body) != 44*32 {
+		t.Errorf("partial tile: %d %d", code, len(body))
+	}
+	code, _, _ = ts.do("GET", "/tile/entries/000", "", nil)
+	if code != 200 {
+		t.Errorf("entry bundle: %d", code)
+	}
+	for _, bad := range []string{"/tile/0/../../.state/treeState", "/tile/0/0", "/tile/0/x000", "/tile/64/000", "/tile/0/001.p/0", "/tile/0/001.p/256", "/tile/entries/../index.db", "/tile/0/%2e%2e/%2e%2e/log.key", "/tile/01/000"} {
+		code, _, body := ts.do("GET", bad, "", nil)
+		if code != 404 {
+			t.Errorf("GET %s = %d %s, want 404", bad, code, body)
+		}
+	}
+	code, _, body = ts.do("GET", "/metrics", "", nil)
+	if code != 200 || !bytes.Contains(body, []byte(`memtrail_submissions_accepted_total{kind="projection"} 300`)) {
+		t.Errorf("metrics: %d %s", code, body)
+	}
+	if code, _, _ = ts.do("GET", "/healthz", "", nil); code != 200 {
+		t.Errorf("healthz: %d", code)
+	}
+	if code, _, _ = ts.do("DELETE", "/v1/projections", "", nil); code != 405 {
+		t.Errorf("DELETE: %d", code)
+	}
+}
