@@ -99,9 +99,6 @@ func (r *ProjectionReport) Summary() string {
 	fmt.Fprintf(&b, "projection %s: %s\n", id, r.Result)
 	fmt.Fprintf(&b, "  verified at %s, scope %s\n", r.VerificationTime, r.VerificationScope)
 	summarizeChecks(&b, r.Checks)
-	if r.SingleUse != nil {
-		fmt.Fprintf(&b, "  single use: %s\n", r.SingleUse.describe())
-	}
 	return b.String()
 }
 

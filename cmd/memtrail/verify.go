@@ -1,0 +1,569 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/memtrail/memtrail/receipts"
+	"github.com/memtrail/memtrail/verifier"
+	"github.com/memtrail/memtrail/verifier/backend"
+)
+
+const verifyUsage = `Usage: memtrail verify <what> [flags] [arguments]
+
+	memtrail verify projection RECORD.json --adapters PINS.json [--material MATERIAL.json]
+	        [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL]
+	memtrail verify compaction ECCR.json (--trust FILE | --key HEX...) [--manifest M.json]
+	        [--at TIME] [--item DIGEST --source-proof FILE]...
+	memtrail verify proof PROOF.tlog-proof --receipt R.json --policy TLOG_POLICY
+	memtrail verify consistency OLD_CHECKPOINT NEW_CHECKPOINT --policy TLOG_POLICY (--proof FILE | --log URL)
+	memtrail verify log (--log URL | --data DIR) --policy TLOG_POLICY --trust FILE [--at TIME]
+	        [--grace DURATION] [--state FILE] [--json FILE]
+
+Verify memtrail's evidence offline, trusting nothing the log says: only the
+pinned keys, trust file and tlog-policy given on the command line.
+
+"projection" runs the whole verifier algorithm of the Memory Projection
+Record draft (§7): member sets, the pinned adapter key and its signature,
+freshness and profiles under the verification policy, the digests of the
+request, policy and trust snapshot, the source objects, the native source
+results, every fragment and the projection bytes given in the material, and
+single use of projection_id in a registry file (--registry) or a log (--log).
+Whatever material is missing is reported as skipped.
+
+"compaction" checks an ECCR: the draft's parser invariants and signature
+(under a trust file's compactor keys, or raw public keys with --key), and with
+--manifest the profile's rules (count, root, ceiling, retention, Bloom
+format); each --item/--source-proof pair checks a source-item inclusion proof.
+
+"proof" checks a C2SP tlog-proof of a receipt under a C2SP tlog-policy: the
+leaf hash recomputed from the receipt, the log's signature, the witness
+quorum and the inclusion path.
+
+"consistency" checks that NEW_CHECKPOINT extends OLD_CHECKPOINT, with a
+consistency proof from a file or fetched from the log; a fork or rollback is
+reported with both signed checkpoints as evidence.
+
+"log" audits a whole log through its tiles: the checkpoint under the
+tlog-policy, the entries against its root, every receipt under the trust file
+(at the receipt's own time), and the erasure-lineage rules in log order, with
+the open obligations and their age. With --state it resumes where the last
+audit stopped, reading only new entries after checking consistency with the
+saved checkpoint.
+
+Every command writes a JSON report to standard output ("log" to --json FILE
+if given) and a summary to standard error. docs/verify.md describes the
+reports, their codes and the registry and state files.
+
+Exit status: 0 if and only if everything verified; 1 if something was
+refused (the report's result is its code); 2 on a usage error or when an
+input could not be read.
+
+Example:
+
+	$ memtrail verify projection record.json --adapters pins.json \
+	      --material material.json --policy policy.json --registry seen.reg
+	projection urn:memory-projection:apertomemory:composition-01: VALID
+	  verified at 2026-07-29T17:01:00.000Z, scope FULL_PROJECTION_AND_NATIVE_SOURCE_RESULTS
+	  …
+	$ memtrail verify log --data memtrail-data --policy log.policy --trust trust.json --state audit.state
+`
+
+func init() {
+	register(&command{name: "verify", synopsis: "verify receipts, proofs, checkpoints and erasure lineage offline", run: runVerify})
+}
+
+func runVerify(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, verifyUsage)
+		return errUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Print(verifyUsage)
+		return nil
+	case "projection":
+		return verifyProjection(args[1:])
+	case "compaction":
+		return verifyCompaction(args[1:])
+	case "proof":
+		return verifyProof(args[1:])
+	case "consistency":
+		return verifyConsistency(args[1:])
+	case "log":
+		return verifyLog(args[1:])
+	}
+	fmt.Fprintf(os.Stderr, "memtrail: error: unknown verify subcommand %q\n", args[0])
+	fmt.Fprintf(os.Stderr, "memtrail: hint: one of projection, compaction, proof, consistency, log\n")
+	return errUsage
+}
+
+// verifyOut is where the verify commands write; tests replace it.
+var verifyOut struct {
+	stdout, stderr io.Writer
+}
+
+func stdout() io.Writer {
+	if verifyOut.stdout != nil {
+		return verifyOut.stdout
+	}
+	return os.Stdout
+}
+
+func stderr() io.Writer {
+	if verifyOut.stderr != nil {
+		return verifyOut.stderr
+	}
+	return os.Stderr
+}
+
+// inputError reports a file that could not be read or parsed: exit 2.
+func inputError(err error, hints ...string) error {
+	printError(stderr(), withHint(err, hints...))
+	return exitError{2}
+}
+
+// usageError prints the synopsis of a subcommand and a hint: exit 2.
+func usageError(synopsis string, hints ...string) error {
+	fmt.Fprintf(stderr(), "Usage: %s\n", synopsis)
+	for _, h := range hints {
+		fmt.Fprintf(stderr(), "memtrail: hint: %s\n", h)
+	}
+	return errUsage
+}
+
+// report is what every verification returns.
+type report interface {
+	Valid() bool
+	JSON() []byte
+	Summary() string
+}
+
+// finish writes the report and maps its result to the exit status.
+func finish(r report, jsonOut io.Writer) error {
+	if _, err := jsonOut.Write(r.JSON()); err != nil {
+		return inputError(fmt.Errorf("couldn't write the report: %w", err))
+	}
+	fmt.Fprint(stderr(), r.Summary())
+	if !r.Valid() {
+		return exitError{1}
+	}
+	return nil
+}
+
+// newVerifyFlags returns a flag set whose usage is the verify usage text.
+func newVerifyFlags(name string) *flag.FlagSet {
+	fs := newFlagSet("verify "+name, verifyUsage)
+	fs.SetOutput(stderr())
+	return fs
+}
+
+// parseInterleaved parses flags that may come before or after the
+// positional arguments, as in "verify projection RECORD.json --adapters P".
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// timeFlag is an RFC 3339 time; zero when not given.
+type timeFlag struct{ t time.Time }
+
+func (f *timeFlag) String() string {
+	if f.t.IsZero() {
+		return ""
+	}
+	return receipts.FormatTimestamp(f.t)
+}
+
+func (f *timeFlag) Set(s string) error {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return fmt.Errorf("want an RFC 3339 time such as 2026-07-29T17:01:00Z")
+	}
+	f.t = t.UTC()
+	return nil
+}
+
+func (f *timeFlag) orNow() time.Time {
+	if f.t.IsZero() {
+		return time.Now().UTC()
+	}
+	return f.t
+}
+
+func readInput(what, path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the %s: %w", what, err)
+	}
+	return b, nil
+}
+
+func readTlogPolicy(path string) (*verifier.Policy, error) {
+	b, err := readInput("tlog-policy", path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := verifier.ParsePolicy(b)
+	if err != nil {
+		return nil, withHint(fmt.Errorf("%s: %w", path, err), "--policy takes a C2SP tlog-policy file: log, witness, group and quorum lines")
+	}
+	return p, nil
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt)
+}
+
+const projectionSynopsis = "memtrail verify projection RECORD.json --adapters PINS.json [--material MATERIAL.json] [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL]"
+
+func verifyProjection(args []string) error {
+	fs := newVerifyFlags("projection")
+	adaptersFlag := fs.String("adapters", "", "pinned adapter keys: one adapter_pin object or an array of them")
+	materialFlag := fs.String("material", "", "verification material (interop verification_material shape)")
+	policyFlag := fs.String("policy", "", "verification policy (interop verification_policy shape)")
+	var atFlag timeFlag
+	fs.Var(&atFlag, "at", "verification time, RFC 3339 (default: the policy's verification_time, or now)")
+	registryFlag := fs.String("registry", "", "registry file: register projection_id for single use")
+	logFlag := fs.String("log", "", "memtrail log URL: bind projection_id to this record in the log")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 1 || *adaptersFlag == "":
+		return usageError(projectionSynopsis)
+	case *registryFlag != "" && *logFlag != "":
+		return usageError(projectionSynopsis, "give --registry or --log, not both: each is a registry of single use")
+	}
+	record, err := readInput("record", pos[0])
+	if err != nil {
+		return inputError(err)
+	}
+	pinsRaw, err := readInput("adapter pins", *adaptersFlag)
+	if err != nil {
+		return inputError(err)
+	}
+	pins, err := receipts.ParseAdapterPins(pinsRaw)
+	if err != nil {
+		return inputError(fmt.Errorf("%s: %w", *adaptersFlag, err), "--adapters takes adapter_pin objects, as in the interop vectors")
+	}
+	opts := verifier.ProjectionOptions{Pins: pins, Time: atFlag.t}
+	if *materialFlag != "" {
+		b, err := readInput("material", *materialFlag)
+		if err != nil {
+			return inputError(err)
+		}
+		if opts.Material, err = verifier.ParseMaterial(b); err != nil {
+			return inputError(fmt.Errorf("%s: %w", *materialFlag, err))
+		}
+	}
+	if *policyFlag != "" {
+		b, err := readInput("verification policy", *policyFlag)
+		if err != nil {
+			return inputError(err)
+		}
+		if opts.Policy, err = verifier.ParseVerificationPolicy(b); err != nil {
+			return inputError(fmt.Errorf("%s: %w", *policyFlag, err))
+		}
+	}
+	if opts.Time.IsZero() && (opts.Policy == nil || opts.Policy.VerificationTime == nil) {
+		opts.Time = time.Now().UTC()
+	}
+	switch {
+	case *registryFlag != "":
+		opts.Registry = backend.NewFileRegistry(*registryFlag)
+	case *logFlag != "":
+		if opts.Registry, err = backend.NewLogRegistry(*logFlag, nil); err != nil {
+			return usageError(projectionSynopsis, err.Error())
+		}
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	rep, err := verifier.VerifyProjection(ctx, record, opts)
+	if err != nil {
+		if rep != nil {
+			fmt.Fprint(stderr(), rep.Summary())
+		}
+		return inputError(err, "the record was not registered; run the verification again once the registry answers")
+	}
+	return finish(rep, stdout())
+}
+
+const compactionSynopsis = "memtrail verify compaction ECCR.json (--trust FILE | --key HEX...) [--manifest M.json] [--at TIME] [--item DIGEST --source-proof FILE]..."
+
+func verifyCompaction(args []string) error {
+	fs := newVerifyFlags("compaction")
+	trustFlag := fs.String("trust", "", "trust file: its compactor keys and sensitivity lattice")
+	var keyFlags, itemFlags, proofFlags stringList
+	fs.Var(&keyFlags, "key", "compactor public key, 64 hex digits (repeatable)")
+	manifestFlag := fs.String("manifest", "", "the compaction's source manifest")
+	var atFlag timeFlag
+	fs.Var(&atFlag, "at", "time at which the trust file's keys must be current, RFC 3339 (default now)")
+	fs.Var(&itemFlags, "item", "source item digest whose inclusion proof follows (repeatable, paired with --source-proof)")
+	fs.Var(&proofFlags, "source-proof", "source-item proof document or the log's /v1/compactions/{id}/sources/{item}/proof answer")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 1:
+		return usageError(compactionSynopsis)
+	case (*trustFlag == "") == (len(keyFlags) == 0):
+		return usageError(compactionSynopsis, "give either --trust or --key: the signature is checked under one of them")
+	case len(itemFlags) != len(proofFlags):
+		return usageError(compactionSynopsis, "each --item needs its --source-proof, in the same order")
+	}
+	eccr, err := readInput("ECCR", pos[0])
+	if err != nil {
+		return inputError(err)
+	}
+	opts := verifier.CompactionOptions{Time: atFlag.orNow()}
+	if *trustFlag != "" {
+		t, err := readTrust(*trustFlag)
+		if err != nil {
+			return inputError(err)
+		}
+		opts.Keys, opts.Lattice = t.Compactors, t.Lattice
+	}
+	for _, k := range keyFlags {
+		pub, err := receipts.ParsePublicKey(k)
+		if err != nil || len(k) != 64 {
+			return usageError(compactionSynopsis, fmt.Sprintf("--key %s is not a valid Ed25519 public key in 64 lowercase hex digits", k))
+		}
+		opts.RawKeys = append(opts.RawKeys, ed25519.PublicKey(pub))
+	}
+	if *manifestFlag != "" {
+		if opts.Manifest, err = readInput("manifest", *manifestFlag); err != nil {
+			return inputError(err)
+		}
+	}
+	for i, item := range itemFlags {
+		if !receipts.IsDigest(item) {
+			return usageError(compactionSynopsis, "--item takes an item digest, \"sha256:\" and 64 lowercase hex digits")
+		}
+		doc, err := readInput("source proof", proofFlags[i])
+		if err != nil {
+			return inputError(err)
+		}
+		opts.SourceProofs = append(opts.SourceProofs, verifier.SourceProofInput{Item: item, Document: doc})
+	}
+	return finish(verifier.VerifyCompaction(eccr, opts), stdout())
+}
+
+const proofSynopsis = "memtrail verify proof PROOF.tlog-proof --receipt R.json --policy TLOG_POLICY"
+
+func verifyProof(args []string) error {
+	fs := newVerifyFlags("proof")
+	receiptFlag := fs.String("receipt", "", "the receipt the proof is for (a compaction may be given as its submission)")
+	policyFlag := fs.String("policy", "", "C2SP tlog-policy: the log's key and the witness quorum")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *receiptFlag == "" || *policyFlag == "" {
+		return usageError(proofSynopsis)
+	}
+	proof, err := readInput("proof", pos[0])
+	if err != nil {
+		return inputError(err)
+	}
+	receipt, err := readInput("receipt", *receiptFlag)
+	if err != nil {
+		return inputError(err)
+	}
+	p, err := readTlogPolicy(*policyFlag)
+	if err != nil {
+		return inputError(err)
+	}
+	return finish(verifier.VerifyReceiptProof(p, proof, receipt), stdout())
+}
+
+const consistencySynopsis = "memtrail verify consistency OLD_CHECKPOINT NEW_CHECKPOINT --policy TLOG_POLICY (--proof FILE | --log URL)"
+
+func verifyConsistency(args []string) error {
+	fs := newVerifyFlags("consistency")
+	policyFlag := fs.String("policy", "", "C2SP tlog-policy: the log's key and the witness quorum")
+	proofFlag := fs.String("proof", "", "consistency proof: the log's /v1/consistency answer, or one base64 hash per line")
+	logFlag := fs.String("log", "", "memtrail log URL to fetch the consistency proof from")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 2 || *policyFlag == "":
+		return usageError(consistencySynopsis)
+	case (*proofFlag == "") == (*logFlag == ""):
+		return usageError(consistencySynopsis, "give either --proof FILE or --log URL")
+	}
+	older, err := readInput("old checkpoint", pos[0])
+	if err != nil {
+		return inputError(err)
+	}
+	newer, err := readInput("new checkpoint", pos[1])
+	if err != nil {
+		return inputError(err)
+	}
+	p, err := readTlogPolicy(*policyFlag)
+	if err != nil {
+		return inputError(err)
+	}
+	// The proof is needed only between two checkpoints that open, of
+	// sizes 0 < old < new; otherwise the report says why without one.
+	var proof [][]byte
+	oc, err1 := verifier.OpenCheckpoint(p, older)
+	nc, err2 := verifier.OpenCheckpoint(p, newer)
+	if err1 == nil && err2 == nil && oc.Size > 0 && oc.Size < nc.Size {
+		if *proofFlag != "" {
+			b, err := readInput("consistency proof", *proofFlag)
+			if err != nil {
+				return inputError(err)
+			}
+			if proof, err = backend.ParseConsistencyAnswer(b, oc.Size, nc.Size); err != nil {
+				return inputError(fmt.Errorf("%s: %w", *proofFlag, err))
+			}
+		} else {
+			src, err := backend.NewHTTP(*logFlag, nil)
+			if err != nil {
+				return usageError(consistencySynopsis, err.Error())
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			if proof, err = src.ConsistencyProof(ctx, oc.Size, nc.Size); err != nil {
+				return inputError(err, "check --log; the log serves proofs only up to its published size")
+			}
+		}
+	}
+	return finish(verifier.VerifyCheckpoints(p, older, newer, proof), stdout())
+}
+
+const logSynopsis = "memtrail verify log (--log URL | --data DIR) --policy TLOG_POLICY --trust FILE [--at TIME] [--grace DURATION] [--state FILE] [--json FILE]"
+
+func verifyLog(args []string) error {
+	fs := newVerifyFlags("log")
+	logFlag := fs.String("log", "", "URL of the log to audit")
+	dataFlag := fs.String("data", "", "data directory of the log to audit (as \"memtrail serve --data\" writes it)")
+	policyFlag := fs.String("policy", "", "C2SP tlog-policy: the log's key and the witness quorum")
+	trustFlag := fs.String("trust", "", "trust file: the keys every receipt must be signed with")
+	var atFlag timeFlag
+	fs.Var(&atFlag, "at", "audit time, from which open obligations are aged, RFC 3339 (default now)")
+	graceFlag := fs.Duration("grace", verifier.DefaultGrace, "how long an erasure obligation may stay open before it is a violation")
+	stateFlag := fs.String("state", "", "state file: resume from it, and save the new state there")
+	jsonFlag := fs.String("json", "", "write the JSON report to this file instead of standard output")
+	workersFlag := fs.Int("workers", 0, "receipts verified in parallel (default: the number of CPUs)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 0 || *policyFlag == "" || *trustFlag == "":
+		return usageError(logSynopsis)
+	case (*logFlag == "") == (*dataFlag == ""):
+		return usageError(logSynopsis, "give either --log URL or --data DIR")
+	case *graceFlag < 0:
+		return usageError(logSynopsis, "--grace must not be negative")
+	}
+	p, err := readTlogPolicy(*policyFlag)
+	if err != nil {
+		return inputError(err)
+	}
+	trust, err := readTrust(*trustFlag)
+	if err != nil {
+		return inputError(err)
+	}
+	var src verifier.LogSource
+	if *dataFlag != "" {
+		if src, err = backend.NewDir(*dataFlag); err != nil {
+			return inputError(err, "--data takes the directory given to \"memtrail serve --data\"")
+		}
+	} else if src, err = backend.NewHTTP(*logFlag, nil); err != nil {
+		return usageError(logSynopsis, err.Error())
+	}
+	opts := verifier.AuditOptions{Policy: p, Trust: trust, At: atFlag.orNow(), Grace: *graceFlag, Workers: *workersFlag}
+	if *stateFlag != "" {
+		b, err := os.ReadFile(*stateFlag)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return inputError(fmt.Errorf("couldn't read the state file: %w", err))
+		default:
+			if opts.State, err = verifier.ParseAuditState(b); err != nil {
+				return inputError(fmt.Errorf("%s: %w", *stateFlag, err), "remove the state file to audit the whole log again")
+			}
+		}
+	}
+	prog := newAuditProgress()
+	opts.Progress = prog.update
+	ctx, stop := signalContext()
+	defer stop()
+	rep, state, err := verifier.AuditLog(ctx, src, opts)
+	prog.done()
+	if err != nil {
+		return inputError(err)
+	}
+	if *stateFlag != "" {
+		switch {
+		case state != nil:
+			if err := backend.WriteFileAtomic(*stateFlag, state.Marshal(), 0o600); err != nil {
+				return inputError(fmt.Errorf("couldn't save the state: %w", err))
+			}
+		case opts.State != nil:
+			fmt.Fprintf(stderr(), "memtrail: the state file %s is kept as it was: this audit did not complete over a sound log\n", *stateFlag)
+		}
+	}
+	out := stdout()
+	if *jsonFlag != "" {
+		if err := backend.WriteFileAtomic(*jsonFlag, rep.JSON(), 0o644); err != nil {
+			return inputError(err)
+		}
+		out = io.Discard
+	}
+	return finish(rep, out)
+}
+
+// auditProgress shows progress on standard error when it is a terminal.
+type auditProgress struct {
+	tty   bool
+	start time.Time
+	shown bool
+}
+
+func newAuditProgress() *auditProgress {
+	fi, err := os.Stderr.Stat()
+	return &auditProgress{tty: verifyOut.stderr == nil && err == nil && fi.Mode()&os.ModeCharDevice != 0, start: time.Now()}
+}
+
+func (p *auditProgress) update(done, total uint64) {
+	if !p.tty {
+		return
+	}
+	rate := float64(done) / max(time.Since(p.start).Seconds(), 1e-3)
+	fmt.Fprintf(os.Stderr, "\raudited %d of %d entries (%.0f%%, %.0f/s)  ", done, total, 100*float64(done)/float64(max(total, 1)), rate)
+	p.shown = true
+}
+
+func (p *auditProgress) done() {
+	if p.shown {
+		fmt.Fprintln(os.Stderr)
+	}
+}

@@ -1,0 +1,403 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memtrail/memtrail/api"
+	"github.com/memtrail/memtrail/internal/gen"
+	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/receipts"
+	"github.com/memtrail/memtrail/verifier"
+)
+
+// verifyMu serializes the tests that capture the verify commands' output.
+var verifyMu sync.Mutex
+
+// runVerifyCmd runs "memtrail verify args..." in process and returns its
+// exit status, standard output and standard error.
+func runVerifyCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	verifyMu.Lock()
+	defer verifyMu.Unlock()
+	var out, errOut bytes.Buffer
+	verifyOut.stdout, verifyOut.stderr = &out, &errOut
+	defer func() { verifyOut.stdout, verifyOut.stderr = nil, nil }()
+	code := run(append([]string{"verify"}, args...), &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func writeFile(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// interopFiles writes the interop vector's record, pin, material and
+// policy as the files the command takes.
+func interopFiles(t *testing.T) (dir, record, pins, material, policy string) {
+	t.Helper()
+	raw, err := os.ReadFile("../../../shared/vectors/emilia-amem/memory-projection-record.v1.vectors.json")
+	if err != nil {
+		t.Fatalf("shared vectors are missing: %v", err)
+	}
+	var v struct {
+		Pin        json.RawMessage `json:"adapter_pin"`
+		Policy     json.RawMessage `json:"verification_policy"`
+		Projection struct {
+			Record   json.RawMessage `json:"record"`
+			Material json.RawMessage `json:"verification_material"`
+		} `json:"projection"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	return dir, writeFile(t, dir, "record.json", v.Projection.Record), writeFile(t, dir, "pins.json", v.Pin),
+		writeFile(t, dir, "material.json", v.Projection.Material), writeFile(t, dir, "policy.json", v.Policy)
+}
+
+func reportResult(t *testing.T, out string) string {
+	t.Helper()
+	var r struct {
+		Result string `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("the JSON report does not parse: %v\n%s", err, out)
+	}
+	return r.Result
+}
+
+func TestVerifyProjectionCommand(t *testing.T) {
+	dir, record, pins, material, policy := interopFiles(t)
+	reg := filepath.Join(dir, "seen.reg")
+	args := []string{"projection", record, "--adapters", pins, "--material", material, "--policy", policy, "--registry", reg}
+	code, out, errOut := runVerifyCmd(t, args...)
+	if code != 0 || reportResult(t, out) != "VALID" || !strings.Contains(errOut, "VALID") {
+		t.Fatalf("first verification: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = runVerifyCmd(t, args...)
+	if code != 1 || reportResult(t, out) != "projection_replay" {
+		t.Fatalf("second verification: exit %d\n%s", code, out)
+	}
+	// Flags before the record, no material: record only, still valid.
+	code, out, _ = runVerifyCmd(t, "projection", "--adapters", pins, "--at", "2026-07-29T17:01:00Z", record)
+	if code != 0 || !strings.Contains(out, `"verification_scope": "RECORD_ONLY"`) {
+		t.Fatalf("record only: exit %d\n%s", code, out)
+	}
+	// A stale trust evaluation is refused.
+	code, out, _ = runVerifyCmd(t, "projection", record, "--adapters", pins, "--policy", policy, "--at", "2026-07-29T18:01:00Z")
+	if code != 1 || reportResult(t, out) != "trust_snapshot_stale" {
+		t.Fatalf("an hour later: exit %d\n%s", code, out)
+	}
+	for name, c := range map[string]struct {
+		args []string
+		want int
+	}{
+		"no pins":               {[]string{"projection", record}, 2},
+		"no record":             {[]string{"projection", "--adapters", pins}, 2},
+		"registry and log":      {[]string{"projection", record, "--adapters", pins, "--registry", reg, "--log", "http://x"}, 2},
+		"bad time":              {[]string{"projection", record, "--adapters", pins, "--at", "yesterday"}, 2},
+		"missing record file":   {[]string{"projection", filepath.Join(dir, "none.json"), "--adapters", pins}, 2},
+		"material not JSON":     {[]string{"projection", record, "--adapters", pins, "--material", pins + "x"}, 2},
+		"malformed material":    {[]string{"projection", record, "--adapters", pins, "--material", policy}, 2},
+		"pins are not pins":     {[]string{"projection", record, "--adapters", material}, 2},
+		"unknown subcommand":    {[]string{"receipt"}, 2},
+		"help":                  {[]string{"projection", "-h"}, 0},
+		"record not a record":   {[]string{"projection", pins, "--adapters", pins}, 1},
+		"another adapter's key": {[]string{"projection", record, "--adapters", writeFile(t, dir, "other.json", bytes.Replace(mustRead(t, pins), []byte("reference-01"), []byte("reference-02"), 1))}, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if code, out, errOut := runVerifyCmd(t, c.args...); code != c.want {
+				t.Errorf("exit %d, want %d\n%s\n%s", code, c.want, out, errOut)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestVerifyProjectionProcesses runs "memtrail verify projection" in
+// several processes at once on one registry: exactly one accepts the id.
+func TestVerifyProjectionProcesses(t *testing.T) {
+	if args := os.Getenv("MEMTRAIL_TEST_VERIFY_ARGS"); args != "" {
+		os.Exit(run(strings.Split(args, "\x1f"), os.Stderr))
+	}
+	dir, record, pins, material, policy := interopFiles(t)
+	reg := filepath.Join(dir, "seen.reg")
+	args := strings.Join([]string{"verify", "projection", record, "--adapters", pins, "--material", material, "--policy", policy, "--registry", reg}, "\x1f")
+	const procs = 6
+	codes := make([]int, procs)
+	var wg sync.WaitGroup
+	for i := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestVerifyProjectionProcesses$")
+			cmd.Env = append(os.Environ(), "MEMTRAIL_TEST_VERIFY_ARGS="+args)
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); ok {
+				codes[i] = ee.ExitCode()
+			} else if err != nil {
+				codes[i] = -1
+			}
+		}()
+	}
+	wg.Wait()
+	valid, replay := 0, 0
+	for _, c := range codes {
+		switch c {
+		case 0:
+			valid++
+		case 1:
+			replay++
+		}
+	}
+	if valid != 1 || replay != procs-1 {
+		t.Errorf("exit codes %v: want one 0 and the rest 1", codes)
+	}
+}
+
+func TestVerifyCompactionCommand(t *testing.T) {
+	dir := t.TempDir()
+	raw := mustRead(t, "../../../shared/vectors/eccr-draft/eccr-v1-draft-vector.json")
+	var v struct {
+		Pub      string          `json:"public_key_hex"`
+		Envelope json.RawMessage `json:"envelope"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	eccr := writeFile(t, dir, "eccr.json", v.Envelope)
+	if code, out, errOut := runVerifyCmd(t, "compaction", eccr, "--key", v.Pub); code != 0 {
+		t.Fatalf("draft vector: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	s := gen.Deterministic(21)
+	trust := writeFile(t, dir, "trust.json", receipts.MarshalTrust(s.Trust(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))))
+	items := gen.Items("cmd", 5)
+	c, mf, err := s.Compaction("urn:c:cmd", items, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, _ := receipts.NewSourceProof(c, mf, 3)
+	cf := writeFile(t, dir, "c.json", c.Canonical())
+	mff := writeFile(t, dir, "m.json", mf.Canonical())
+	spf := writeFile(t, dir, "sp.json", sp.Marshal())
+	code, out, errOut := runVerifyCmd(t, "compaction", cf, "--trust", trust, "--manifest", mff, "--item", items[3].ItemDigest, "--source-proof", spf)
+	if code != 0 || reportResult(t, out) != "VALID" {
+		t.Fatalf("valid compaction: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, _ := runVerifyCmd(t, "compaction", cf, "--trust", trust, "--item", items[2].ItemDigest, "--source-proof", spf); code != 1 || reportResult(t, out) != "source_proof_invalid" {
+		t.Errorf("proof of another item: exit %d\n%s", code, out)
+	}
+	if code, out, _ := runVerifyCmd(t, "compaction", eccr, "--trust", trust); code != 1 || reportResult(t, out) != "key_not_pinned" {
+		t.Errorf("draft vector under another trust file: exit %d\n%s", code, out)
+	}
+	for name, args := range map[string][]string{
+		"trust and key":      {"compaction", cf, "--trust", trust, "--key", v.Pub},
+		"neither":            {"compaction", cf},
+		"item without proof": {"compaction", cf, "--trust", trust, "--item", items[3].ItemDigest},
+		"bad key":            {"compaction", cf, "--key", "00"},
+		"bad item":           {"compaction", cf, "--trust", trust, "--item", "x", "--source-proof", spf},
+	} {
+		if code, _, _ := runVerifyCmd(t, args...); code != 2 {
+			t.Errorf("%s: exit %d, want 2", name, code)
+		}
+	}
+}
+
+// testLog is a memtrail log with its policy and trust files.
+type testLog struct {
+	dir, policy, trust string
+	l                  *mlog.Log
+	s                  *gen.Signers
+}
+
+func newVerifyTestLog(t *testing.T) *testLog {
+	t.Helper()
+	dir := t.TempDir()
+	skey, vkey, err := mlog.GenerateLogKey("memtrail.test/verify")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := gen.Deterministic(23)
+	tr := s.Trust(time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Second))
+	l, err := mlog.Open(context.Background(), mlog.Config{Dir: filepath.Join(dir, "data"), SigningKey: skey, Trust: tr,
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(context.Background()) })
+	return &testLog{dir: dir, l: l, s: s,
+		policy: writeFile(t, dir, "log.policy", []byte("log "+vkey+"\nquorum none\n")),
+		trust:  writeFile(t, dir, "trust.json", receipts.MarshalTrust(tr))}
+}
+
+func (tl *testLog) add(t *testing.T, subs ...*receipts.Submission) uint64 {
+	t.Helper()
+	var last uint64
+	for _, sub := range subs {
+		acc, err := tl.l.Submit(context.Background(), sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = acc.Index
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := tl.l.WaitPublished(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
+func (tl *testLog) projection(t *testing.T, id string) *receipts.Submission {
+	r, _, err := tl.s.Projection(id, time.Now().UTC(), 2, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &receipts.Submission{Receipt: r}
+}
+
+func TestVerifyProofAndConsistencyCommands(t *testing.T) {
+	tl := newVerifyTestLog(t)
+	ctx := context.Background()
+	p0 := tl.projection(t, "urn:p:0")
+	tl.add(t, p0, tl.projection(t, "urn:p:1"))
+	old, _, err := tl.l.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := tl.add(t, tl.projection(t, "urn:p:2"), tl.projection(t, "urn:p:3"), tl.projection(t, "urn:p:4"))
+	newer, _, _ := tl.l.Checkpoint(ctx)
+	proof, err := tl.l.LatestInclusionProof(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := writeFile(t, tl.dir, "p0.tlog-proof", proof)
+	rf := writeFile(t, tl.dir, "p0.json", p0.Receipt.Canonical())
+	if code, out, errOut := runVerifyCmd(t, "proof", pf, "--receipt", rf, "--policy", tl.policy); code != 0 {
+		t.Fatalf("proof: exit %d\n%s\n%s", code, out, errOut)
+	}
+	other := writeFile(t, tl.dir, "p1.json", tl.projection(t, "urn:p:x").Receipt.Canonical())
+	if code, out, _ := runVerifyCmd(t, "proof", pf, "--receipt", other, "--policy", tl.policy); code != 1 || reportResult(t, out) != "inclusion_proof_invalid" {
+		t.Errorf("proof of another receipt: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runVerifyCmd(t, "proof", pf, "--policy", tl.policy); code != 2 {
+		t.Errorf("no receipt: exit %d", code)
+	}
+
+	of := writeFile(t, tl.dir, "old.checkpoint", old)
+	nf := writeFile(t, tl.dir, "new.checkpoint", newer)
+	srv := httptest.NewServer(api.New(tl.l, api.Config{Logger: quietLogger()}).Handler())
+	defer srv.Close()
+	if code, out, errOut := runVerifyCmd(t, "consistency", of, nf, "--policy", tl.policy, "--log", srv.URL); code != 0 {
+		t.Fatalf("consistency from the log: exit %d\n%s\n%s", code, out, errOut)
+	}
+	path, _ := tl.l.ConsistencyProof(ctx, 2, last+1)
+	answer, _ := json.Marshal(api.Consistency{From: 2, To: last + 1, Proof: b64s(path)})
+	cf := writeFile(t, tl.dir, "c.json", answer)
+	if code, out, _ := runVerifyCmd(t, "consistency", of, nf, "--policy", tl.policy, "--proof", cf); code != 0 {
+		t.Fatalf("consistency from a file: exit %d\n%s", code, out)
+	}
+	code, out, errOut := runVerifyCmd(t, "consistency", nf, of, "--policy", tl.policy, "--proof", cf)
+	if code != 1 || reportResult(t, out) != "log_rollback" || !strings.Contains(errOut, "memtrail.test/verify") {
+		t.Errorf("reversed: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, _ := runVerifyCmd(t, "consistency", of, nf, "--policy", tl.policy); code != 2 {
+		t.Errorf("no proof source: exit %d", code)
+	}
+}
+
+func b64s(hashes [][]byte) []string {
+	var out []string
+	for _, h := range hashes {
+		out = append(out, base64.StdEncoding.EncodeToString(h))
+	}
+	return out
+}
+
+func TestVerifyLogCommand(t *testing.T) {
+	tl := newVerifyTestLog(t)
+	items := gen.Items("log", 6)
+	c, mf, _ := tl.s.Compaction("urn:c:0", items, "", nil, nil)
+	ts, _ := tl.s.Tombstone("urn:t:0", items[2].ItemDigest, time.Now().Add(-48*time.Hour))
+	var subs []*receipts.Submission
+	for i := range 30 {
+		subs = append(subs, tl.projection(t, fmt.Sprintf("urn:p:%d", i)))
+	}
+	subs = append(subs, &receipts.Submission{Receipt: c, Manifest: mf}, &receipts.Submission{Receipt: ts})
+	tl.add(t, subs...)
+	srv := httptest.NewServer(api.New(tl.l, api.Config{Logger: quietLogger()}).Handler())
+	defer srv.Close()
+
+	state := filepath.Join(tl.dir, "audit.state")
+	report := filepath.Join(tl.dir, "audit.json")
+	// The tombstone is two days old and compaction 0 still includes its
+	// item: overdue.
+	code, out, errOut := runVerifyCmd(t, "log", "--log", srv.URL, "--policy", tl.policy, "--trust", tl.trust, "--state", state, "--json", report)
+	if code != 1 || out != "" || !strings.Contains(errOut, "obligation_overdue") {
+		t.Fatalf("audit: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if reportResult(t, string(mustRead(t, report))) != "obligation_overdue" {
+		t.Errorf("report file = %s", mustRead(t, report))
+	}
+	if _, err := verifier.ParseAuditState(mustRead(t, state)); err != nil {
+		t.Fatalf("state file: %v", err)
+	}
+	// With a grace of three days it is only open; resumed, nothing new.
+	code, out, errOut = runVerifyCmd(t, "log", "--log", srv.URL, "--policy", tl.policy, "--trust", tl.trust, "--state", state, "--grace", "72h")
+	if code != 0 || !strings.Contains(out, `"resumed_from": 32`) || !strings.Contains(out, `"entries_audited": 0`) {
+		t.Fatalf("resumed audit: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The data directory, once the log is closed, and altered.
+	tl.add(t, tl.projection(t, "urn:p:more"))
+	tl.l.Close(context.Background())
+	data := filepath.Join(tl.dir, "data")
+	code, out, _ = runVerifyCmd(t, "log", "--data", data, "--policy", tl.policy, "--trust", tl.trust, "--state", state, "--grace", "72h")
+	if code != 0 || !strings.Contains(out, `"entries_audited": 1`) {
+		t.Fatalf("directory audit: exit %d\n%s", code, out)
+	}
+	os.RemoveAll(filepath.Join(data, "manifests"))
+	code, out, _ = runVerifyCmd(t, "log", "--data", data, "--policy", tl.policy, "--trust", tl.trust, "--grace", "72h")
+	if code != 1 || reportResult(t, out) != "manifest_missing" {
+		t.Errorf("manifests removed: exit %d\n%s", code, out)
+	}
+	for name, args := range map[string][]string{
+		"both sources":   {"log", "--log", srv.URL, "--data", data, "--policy", tl.policy, "--trust", tl.trust},
+		"no policy":      {"log", "--data", data, "--trust", tl.trust},
+		"not a data dir": {"log", "--data", tl.dir, "--policy", tl.policy, "--trust", tl.trust},
+		"bad state":      {"log", "--data", data, "--policy", tl.policy, "--trust", tl.trust, "--state", tl.trust},
+		"negative grace": {"log", "--data", data, "--policy", tl.policy, "--trust", tl.trust, "--grace", "-1h"},
+	} {
+		if code, _, _ := runVerifyCmd(t, args...); code != 2 {
+			t.Errorf("%s: exit %d, want 2", name, code)
+		}
+	}
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
