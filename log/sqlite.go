@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS tombstones (item TEXT PRIMARY KEY, id TEXT NOT NULL, 
 
 // OpenSQLiteIndex opens or creates the index database at path.
 func OpenSQLiteIndex(path string) (*SQLiteIndex, error) {
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)"
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't open index database: %w", err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -90,6 +91,7 @@ func runServe(args []string) error {
 	failOpenFlag := fs.Bool("witness-fail-open", false, "publish checkpoints even when the witness quorum is not met in time")
 	witnessTimeoutFlag := fs.Duration("witness-timeout", 5*time.Second, "how long to wait for witness cosignatures")
 	logFormatFlag := fs.String("log-format", "text", "log format on standard error: text or json")
+	debugFlag := fs.String("debug-listen", "", "serve Go's /debug/pprof profiles on this address (keep it private)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -142,6 +144,15 @@ func runServe(args []string) error {
 		cfg.Witnesses = wg
 	} else if *failOpenFlag {
 		return withHint(errors.New("--witness-fail-open needs --witness-policy"), "drop --witness-fail-open, or name the witnesses with --witness-policy")
+	}
+
+	if *debugFlag != "" {
+		dln, err := net.Listen("tcp", *debugFlag)
+		if err != nil {
+			return fmt.Errorf("couldn't listen on --debug-listen: %w", err)
+		}
+		logger.Info("serving profiles", "addr", dln.Addr().String())
+		go http.Serve(dln, http.DefaultServeMux)
 	}
 
 	ctx := context.Background()

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/memtrail/memtrail/internal/gen"
+	"github.com/memtrail/memtrail/internal/loadgen"
+	"github.com/memtrail/memtrail/receipts"
+)
+
+const benchUsage = `Usage: memtrail bench ingest [--log URL --adapter-key KEY.pem] [--modes LIST] [flags]
+
+Measure ingest. Receipts are signed before the clock starts (signing is the
+producer's cost, not the log's); every one is fully verified by the log, and
+the log syncs every batch to disk before it answers.
+
+Without --log, the command starts "memtrail serve" as a child process on a
+fresh data directory in a temporary folder (with a trust file for its own
+keys), so the log's CPU and memory are its own; its peak resident memory is
+reported. With --log it drives a running log, which must trust --adapter-key
+(the development adapter of "memtrail serve" by default).
+
+--modes is a comma-separated list, run in this order in one process:
+
+	raw     raw Tessera POSIX Add of equal-size entries, same batching, no
+	        verification, index or HTTP: the baseline (needs no log)
+	batch   POST /v1/batch, --batch-lines per request, --clients clients
+	single  POST /v1/projections, --clients clients
+	wait    POST /v1/projections?wait=proof, --wait-clients clients
+	rate    single submissions at half the batch rate (or --rate), open
+	        loop: latency from submit to sequenced
+
+Results are printed as a table, ratios against raw when it ran, and with
+--json as JSON lines.
+
+The command exits 0 if every run completed and 1 otherwise.
+
+Example:
+
+	$ memtrail bench ingest --modes raw,batch,single,wait --total 100000
+`
+
+func init() {
+	register(&command{name: "bench", synopsis: "measure ingest throughput and latency (bench ingest)", run: runBench})
+}
+
+func runBench(args []string) error {
+	if len(args) == 0 || args[0] != "ingest" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			fmt.Print(benchUsage)
+			return nil
+		}
+		fmt.Fprint(os.Stderr, benchUsage)
+		return errUsage
+	}
+	fs := newFlagSet("bench ingest", benchUsage)
+	logFlag := fs.String("log", "", "URL of a running log (default: start one)")
+	keyFlag := fs.String("adapter-key", "", "adapter key the running log trusts")
+	modesFlag := fs.String("modes", "raw,batch,single,wait,rate", "runs, in order")
+	totalFlag := fs.Int("total", 60000, "receipts per run")
+	clientsFlag := fs.Int("clients", 64, "concurrent clients for batch and single")
+	waitClientsFlag := fs.Int("wait-clients", 1000, "concurrent clients for wait")
+	waitTotalFlag := fs.Int("wait-total", 0, "receipts for wait (default --total)")
+	linesFlag := fs.Int("batch-lines", 1000, "lines per batch request")
+	rawClientsFlag := fs.Int("raw-clients", 8192, "concurrent adders for raw")
+	rateFlag := fs.Float64("rate", 0, "submissions per second for rate (default half the batch rate)")
+	batchSizeFlag := fs.Uint("batch-size", 2048, "sequencing batch size of the started log and of raw")
+	batchAgeFlag := fs.Duration("batch-age", 50*time.Millisecond, "sequencing batch age of the started log and of raw")
+	jsonFlag := fs.Bool("json", false, "also write results as JSON lines")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	modes := strings.Split(*modesFlag, ",")
+	for _, m := range modes {
+		switch m {
+		case "raw", "batch", "single", "wait", "rate":
+		default:
+			return withHint(fmt.Errorf("unknown mode %q", m), "modes are raw, batch, single, wait and rate")
+		}
+	}
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "memtrail-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	signers := gen.Deterministic(42)
+	base := *logFlag
+	var child *exec.Cmd
+	needLog := false
+	for _, m := range modes {
+		needLog = needLog || m != "raw"
+	}
+	if base != "" {
+		if *keyFlag == "" {
+			return withHint(errors.New("--log needs --adapter-key"), "for a development log: --adapter-key memtrail-data/dev/adapter.pem")
+		}
+		k, err := readKey(*keyFlag)
+		if err != nil {
+			return err
+		}
+		signers.Adapter = k
+		signers.AdapterID, signers.AdapterKeyID = "urn:memtrail:adapter:dev", "dev-adapter-key"
+	} else if needLog {
+		child, base, err = startBenchLog(tmp, signers, *batchSizeFlag, *batchAgeFlag)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			child.Process.Signal(syscall.SIGTERM)
+			child.Wait()
+		}()
+	}
+
+	fmt.Fprintf(os.Stderr, "signing %d receipts per run...\n", *totalFlag)
+	var results []loadgen.Result
+	var raw, batch *loadgen.Result
+	run := 0
+	for _, m := range modes {
+		run++
+		n := *totalFlag
+		if m == "wait" && *waitTotalFlag > 0 {
+			n = *waitTotalFlag
+		}
+		bodies, err := loadgen.Projections(signers, strconv.Itoa(run)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36), n)
+		if err != nil {
+			return err
+		}
+		var r loadgen.Result
+		switch m {
+		case "raw":
+			r, err = loadgen.RawTessera(ctx, filepath.Join(tmp, "raw"), bodies, *rawClientsFlag, *batchSizeFlag, *batchAgeFlag)
+			if err != nil {
+				return err
+			}
+			raw = &r
+		case "batch":
+			r = loadgen.Batch(ctx, base, bodies, *clientsFlag, *linesFlag)
+			batch = &r
+		case "single":
+			r = loadgen.Single(ctx, base, bodies, *clientsFlag, false)
+		case "wait":
+			r = loadgen.Single(ctx, base, bodies, *waitClientsFlag, true)
+		case "rate":
+			rate := *rateFlag
+			if rate == 0 {
+				if batch == nil {
+					return withHint(errors.New("rate needs --rate or a batch run before it"), "add batch before rate in --modes")
+				}
+				rate = batch.PerSecond / 2
+			}
+			r = loadgen.Rate(ctx, base, bodies[:min(len(bodies), int(rate*20))], rate)
+		}
+		results = append(results, r)
+		line := r.String()
+		if raw != nil && m != "raw" {
+			line += fmt.Sprintf("  (%.2f× raw)", r.PerSecond/raw.PerSecond)
+		}
+		fmt.Println(line)
+		if *jsonFlag {
+			b, _ := json.Marshal(r)
+			fmt.Println(string(b))
+		}
+	}
+	if child != nil {
+		if rss, err := peakRSS(child.Process.Pid); err == nil {
+			fmt.Printf("log peak resident memory: %.1f MiB\n", float64(rss)/(1<<20))
+		}
+	}
+	for _, r := range results {
+		if r.Entries == 0 || r.Errors > 0 {
+			return exitError{1}
+		}
+	}
+	return nil
+}
+
+// startBenchLog starts "memtrail serve" on a fresh directory, trusting
+// signers, and returns its base URL.
+func startBenchLog(tmp string, signers *gen.Signers, batchSize uint, batchAge time.Duration) (*exec.Cmd, string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, "", err
+	}
+	trust := signers.Trust(time.Now().Add(-time.Hour).UTC().Truncate(time.Second))
+	trust.Freshness.MaxProjectionAge = time.Hour
+	trust.Freshness.MaxTrustAge = time.Hour
+	trustFile := filepath.Join(tmp, "trust.json")
+	if err := os.WriteFile(trustFile, receipts.MarshalTrust(trust), 0o644); err != nil {
+		return nil, "", err
+	}
+	cmd := exec.Command(self, "serve", "--data", filepath.Join(tmp, "data"), "--trust", trustFile, "--listen", "127.0.0.1:0",
+		"--batch-size", strconv.FormatUint(uint64(batchSize), 10), "--batch-age", batchAge.String(), "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd.Stdout = nil
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	// The listening address is in the "listening" log line.
+	sc := bufio.NewScanner(stderr)
+	addr := ""
+	for sc.Scan() {
+		var line struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
+			addr = line.Addr
+			break
+		}
+	}
+	if addr == "" {
+		cmd.Process.Kill()
+		return nil, "", errors.New("the benchmark log did not start")
+	}
+	go func() {
+		for sc.Scan() {
+			if bytes.Contains(sc.Bytes(), []byte(`"level":"ERROR"`)) {
+				fmt.Fprintln(os.Stderr, "log:", sc.Text())
+			}
+		}
+	}()
+	base := "http://" + addr
+	for i := 0; i < 100; i++ {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cmd, base, nil
+}
+
+// peakRSS reads VmHWM of a process.
+func peakRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, err := strconv.ParseInt(f[1], 10, 64)
+				return kb * 1024, err
+			}
+		}
+	}
+	return 0, errors.New("no VmHWM")
+}
