@@ -5,7 +5,7 @@ BIN      ?= bin/memtrail
 PKGS     ?= ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build run test test-crash vet bench fuzz clean
+.PHONY: all build run test test-crash vet bench bench-ingest fuzz clean
 
 all: build
 
@@ -31,6 +31,11 @@ test-crash:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# bench-ingest reproduces the ingest figures of docs/PERFORMANCE.md, Rekor v2
+# comparison included (it builds rekor-tiles on first use).
+bench-ingest: build
+	./$(BIN) bench ingest --modes raw,batch,single,wait,rekor,rate --total 100000 --wait-total 20000 --wait-clients 1000
 
 # fuzz runs every fuzz target for FUZZTIME each.
 fuzz:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/memtrail/memtrail/internal/gen"
 	"github.com/memtrail/memtrail/internal/loadgen"
+	"github.com/memtrail/memtrail/internal/rekorload"
 	"github.com/memtrail/memtrail/receipts"
 )
 
@@ -42,6 +43,10 @@ reported. With --log it drives a running log, which must trust --adapter-key
 	wait    POST /v1/projections?wait=proof, --wait-clients clients
 	rate    single submissions at half the batch rate (or --rate), open
 	        loop: latency from submit to sequenced
+	rekor   Rekor v2 (rekor-tiles posix v2.3.0, built with go install on
+	        first use), given its best batching and a 1 s checkpoint
+	        interval, loaded like wait: --wait-clients clients each
+	        submitting a signed entry and waiting for its inclusion proof
 
 Results are printed as a table, ratios against raw when it ran, and with
 --json as JSON lines.
@@ -86,9 +91,9 @@ func runBench(args []string) error {
 	modes := strings.Split(*modesFlag, ",")
 	for _, m := range modes {
 		switch m {
-		case "raw", "batch", "single", "wait", "rate":
+		case "raw", "batch", "single", "wait", "rate", "rekor":
 		default:
-			return withHint(fmt.Errorf("unknown mode %q", m), "modes are raw, batch, single, wait and rate")
+			return withHint(fmt.Errorf("unknown mode %q", m), "modes are raw, batch, single, wait, rate and rekor")
 		}
 	}
 	ctx := context.Background()
@@ -103,7 +108,7 @@ func runBench(args []string) error {
 	var child *exec.Cmd
 	needLog := false
 	for _, m := range modes {
-		needLog = needLog || m != "raw"
+		needLog = needLog || (m != "raw" && m != "rekor")
 	}
 	if base != "" {
 		if *keyFlag == "" {
@@ -128,7 +133,7 @@ func runBench(args []string) error {
 
 	fmt.Fprintf(os.Stderr, "signing %d receipts per run...\n", *totalFlag)
 	var results []loadgen.Result
-	var raw, batch *loadgen.Result
+	var raw, batch, wait *loadgen.Result
 	run := 0
 	for _, m := range modes {
 		run++
@@ -136,11 +141,28 @@ func runBench(args []string) error {
 		if m == "wait" && *waitTotalFlag > 0 {
 			n = *waitTotalFlag
 		}
+		var r loadgen.Result
+		if m == "rekor" {
+			r, err = benchRekor(ctx, tmp, *waitClientsFlag, n)
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
+			line := r.String()
+			if wait != nil {
+				line += fmt.Sprintf("\n           memtrail wait-proof / rekor: %.2f× the entries/s, %.2f× the p50", wait.PerSecond/r.PerSecond, float64(wait.P50)/float64(r.P50))
+			}
+			fmt.Println(line)
+			if *jsonFlag {
+				b, _ := json.Marshal(r)
+				fmt.Println(string(b))
+			}
+			continue
+		}
 		bodies, err := loadgen.Projections(signers, strconv.Itoa(run)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36), n)
 		if err != nil {
 			return err
 		}
-		var r loadgen.Result
 		switch m {
 		case "raw":
 			r, err = loadgen.RawTessera(ctx, filepath.Join(tmp, "raw"), bodies, *rawClientsFlag, *batchSizeFlag, *batchAgeFlag)
@@ -155,6 +177,7 @@ func runBench(args []string) error {
 			r = loadgen.Single(ctx, base, bodies, *clientsFlag, false)
 		case "wait":
 			r = loadgen.Single(ctx, base, bodies, *waitClientsFlag, true)
+			wait = &r
 		case "rate":
 			rate := *rateFlag
 			if rate == 0 {
@@ -187,6 +210,31 @@ func runBench(args []string) error {
 		}
 	}
 	return nil
+}
+
+// benchRekor builds, starts and loads Rekor v2 with clients clients.
+func benchRekor(ctx context.Context, tmp string, clients, total int) (loadgen.Result, error) {
+	dir, err := rekorload.DefaultBinDir()
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	fmt.Fprintf(os.Stderr, "building rekor-tiles posix %s (cached in %s)...\n", rekorload.Version, dir)
+	bin, err := rekorload.Build(ctx, dir)
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	srv, err := rekorload.Start(ctx, bin, filepath.Join(tmp, "rekor"), rekorload.Options{})
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	defer srv.Stop()
+	res, err := rekorload.Load(ctx, srv.URL(), clients, total)
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	r := loadgen.Result{Mode: "rekor", Clients: clients, Entries: res.Entries, Errors: res.Errors, Duration: res.Duration,
+		PerSecond: res.PerSecond, P50: res.P50, P90: res.P90, P99: res.P99, FirstErr: res.FirstError}
+	return r, nil
 }
 
 // startBenchLog starts "memtrail serve" on a fresh directory, trusting

@@ -27,14 +27,11 @@
 // The client side uses only the standard library: requests are plain JSON in
 // the protobuf JSON mapping that Rekor's HTTP gateway reads.
 //
-// The end-to-end test downloads and compiles Rekor (a minute or two on first
-// use), so it is an opt-in benchmark dependency: it runs only with
-// MEMTRAIL_REKOR=1 in the environment, which "make bench-rekor" and the
-// benchmark tooling set. MEMTRAIL_REKOR_CLIENTS and MEMTRAIL_REKOR_ENTRIES
-// scale its load, for example to the 1,000-client comparison run:
+// "memtrail bench ingest" runs the comparison (mode rekor): it builds Rekor
+// (a minute or two on first use), starts it, and loads it with the same
+// number of clients as memtrail's wait-proof run, in the same process:
 //
-//	MEMTRAIL_REKOR=1 MEMTRAIL_REKOR_CLIENTS=1000 MEMTRAIL_REKOR_ENTRIES=20000 \
-//	    go test -count=1 -run TestRekorLoad -v ./internal/rekorload
+//	memtrail bench ingest --modes wait,rekor --wait-clients 1000 --wait-total 20000
 package rekorload
 
 import (

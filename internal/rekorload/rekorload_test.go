@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -384,103 +383,5 @@ func TestSigningKeyIsStable(t *testing.T) {
 	}
 	if !a.Equal(b) {
 		t.Fatal("the signing key changed between loads")
-	}
-}
-
-func envInt(t *testing.T, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		t.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
-}
-
-// TestRekorLoad builds Rekor v2 (rekor-tiles posix) at Version, starts it
-// with this package's defaults and loads it: 20 clients submitting 200
-// entries unless MEMTRAIL_REKOR_CLIENTS and MEMTRAIL_REKOR_ENTRIES say
-// otherwise. MEMTRAIL_REKOR_BATCH_SIZE and MEMTRAIL_REKOR_BATCH_AGE override
-// the batching, for re-tuning.
-func TestRekorLoad(t *testing.T) {
-	if os.Getenv("MEMTRAIL_REKOR") != "1" {
-		t.Skip("Rekor comparison is an opt-in benchmark dependency: set MEMTRAIL_REKOR=1 (make bench-rekor does) to build rekor-tiles " + Version + " with go install and load it")
-	}
-	clients := envInt(t, "MEMTRAIL_REKOR_CLIENTS", 20)
-	total := envInt(t, "MEMTRAIL_REKOR_ENTRIES", 200)
-	var opts Options
-	if v := os.Getenv("MEMTRAIL_REKOR_BATCH_SIZE"); v != "" {
-		opts.BatchMaxSize = uint(envInt(t, "MEMTRAIL_REKOR_BATCH_SIZE", 0))
-	}
-	if v := os.Getenv("MEMTRAIL_REKOR_BATCH_AGE"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatalf("MEMTRAIL_REKOR_BATCH_AGE: %v", err)
-		}
-		opts.BatchMaxAge = d
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	dir, err := DefaultBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Now()
-	bin, err := Build(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("rekor server binary %s (ready in %s)", bin, time.Since(t0).Round(time.Millisecond))
-
-	srv, err := Start(ctx, bin, t.TempDir(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	t.Logf("rekor at %s: %s", srv.URL(), strings.Join(srv.Args(), " "))
-
-	// One entry by hand first: the answer must carry a proof under a
-	// checkpoint signed by the key the server was given.
-	subs, err := prepare(1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(srv.URL()+EntriesPath, "application/json", bytes.NewReader(subs[0].body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	_, err = buf.ReadFrom(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("first entry: status %d: %s", resp.StatusCode, buf.String())
-	}
-	if err := CheckEntry(buf.Bytes(), subs[0].digest); err != nil {
-		t.Fatalf("first entry: %v\n%s", err, buf.String())
-	}
-	var tle transparencyLogEntry
-	if err := json.Unmarshal(buf.Bytes(), &tle); err != nil {
-		t.Fatal(err)
-	}
-	if err := verifyNote(tle.InclusionProof.Checkpoint.Envelope, DefaultOrigin, srv.PublicKey()); err != nil {
-		t.Fatalf("first entry's checkpoint: %v\n%s", err, tle.InclusionProof.Checkpoint.Envelope)
-	}
-	res, err := Load(ctx, srv.URL(), clients, total)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("rekor %s, %d clients: %v", Version, clients, res)
-	if res.Errors != 0 || res.Entries != total {
-		t.Fatalf("want %d entries with verified proofs and no errors, got %v", total, res)
 	}
 }
