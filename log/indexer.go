@@ -139,6 +139,9 @@ func (ix *indexer) apply(ctx context.Context, first uint64, run []pendingItem) b
 	keys := make([]claimKey, len(run))
 	for i := range run {
 		keys[i] = claimKey{kind: run[i].e.Kind, id: run[i].e.ID}
+		if ix.l.seen != nil {
+			ix.l.seen.add(run[i].e.Kind, run[i].e.ID)
+		}
 	}
 	ix.l.claims.forget(keys)
 	ix.l.lineage.mu.Lock()

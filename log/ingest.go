@@ -141,6 +141,16 @@ func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*
 			}
 			continue // the earlier submission failed; this one may go ahead
 		}
+		if l.seen != nil && !l.seen.mayContain(key.kind, key.id) {
+			// Never indexed, and not claimed: new.
+			acc, err := l.append(ctx, sub, o)
+			if err != nil {
+				l.claims.failed(key, cl, err)
+				return nil, err
+			}
+			l.claims.logged(cl, acc.Index)
+			return acc, nil
+		}
 		idx, err := l.index.LookupID(ctx, key.kind, key.id)
 		if err == nil {
 			l.claims.found(key, cl, idx)

@@ -73,6 +73,7 @@ type Log struct {
 	manifests ManifestStore
 	trust     atomic.Pointer[receipts.Trust]
 	claims    claims
+	seen      *seenFilter // nil when the index cannot list its ids
 	lineage   lineage
 	indexer   *indexer
 	proofs    proofCache
@@ -197,6 +198,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		}
 		wm = 0
 	}
+	if err := l.buildSeen(ctx, size); err != nil {
+		l.abort()
+		return nil, fmt.Errorf("log: %w", err)
+	}
 	l.indexer = newIndexer(l, wm)
 	if wm < size {
 		l.logger.Info("catching up the index from the log", "from", wm, "to", size)
@@ -218,6 +223,20 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}()
 	l.Metrics.treeSize.Store(size)
 	return l, nil
+}
+
+// buildSeen fills the seen filter from the index, if it can list its ids.
+func (l *Log) buildSeen(ctx context.Context, size uint64) error {
+	lister, ok := l.index.(idHasher)
+	if !ok {
+		return nil
+	}
+	f := newSeenFilter(size)
+	if _, err := lister.IDHashes(ctx, f.addHash); err != nil {
+		return err
+	}
+	l.seen = f
+	return nil
 }
 
 func (l *Log) abort() {

@@ -149,6 +149,26 @@ func (x *SQLiteIndex) Apply(ctx context.Context, first uint64, entries []Entry) 
 	return nil
 }
 
+// IDHashes calls fn with the stored hash of every id and returns their
+// number.
+func (x *SQLiteIndex) IDHashes(ctx context.Context, fn func(h []byte)) (uint64, error) {
+	rows, err := x.db.QueryContext(ctx, "SELECT h FROM ids")
+	if err != nil {
+		return 0, fmt.Errorf("couldn't list ids: %w", err)
+	}
+	defer rows.Close()
+	var n uint64
+	var h []byte
+	for rows.Next() {
+		if err := rows.Scan(&h); err != nil {
+			return n, fmt.Errorf("couldn't list ids: %w", err)
+		}
+		fn(h)
+		n++
+	}
+	return n, rows.Err()
+}
+
 func (x *SQLiteIndex) LookupID(ctx context.Context, kind receipts.Kind, id string) (uint64, error) {
 	var idx int64
 	err := x.db.QueryRowContext(ctx, "SELECT idx FROM ids WHERE h = ?", idHash(kind, id)).Scan(&idx)
