@@ -335,3 +335,45 @@ func TestTilesReadPath(t *testing.T) {
 		t.Errorf("DELETE: %d", code)
 	}
 }
+
+// TestHTTPSingleUse: 1,000 concurrent HTTP submissions of one id give
+// exactly one 201, and every other answer is a 409 naming the same index.
+func TestHTTPSingleUse(t *testing.T) {
+	ts := newTestServer(t)
+	p := ts.projection("urn:p:contested")
+	const n = 1000
+	codes := make([]int, n)
+	bodies := make([][]byte, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			codes[i], _, bodies[i] = ts.do("POST", "/v1/projections", "application/json", p)
+		}(i)
+	}
+	wg.Wait()
+	created := -1
+	for i, c := range codes {
+		if c == 201 {
+			if created >= 0 {
+				t.Fatalf("two 201 answers")
+			}
+			created = i
+		}
+	}
+	if created < 0 {
+		t.Fatal("no 201 answer")
+	}
+	var acc Accepted
+	json.Unmarshal(bodies[created], &acc)
+	for i, c := range codes {
+		if i == created {
+			continue
+		}
+		r := refusalOf(t, bodies[i])
+		if c != 409 || r.Code != "projection_replay" || r.FirstIndex == nil || *r.FirstIndex != acc.Index {
+			t.Fatalf("answer %d: %d %+v, want 409 naming index %d", i, c, r, acc.Index)
+		}
+	}
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memtrail/memtrail/api"
+	"github.com/memtrail/memtrail/internal/gen"
+	"github.com/memtrail/memtrail/receipts"
+)
+
+// TestQuickStart runs the README's quick start: memtrail serve on its
+// defaults in an empty directory, then sign, submit with a proof, and a
+// replay that is refused.
+func TestQuickStart(t *testing.T) {
+	bin := buildMemtrail(t)
+	dir := t.TempDir()
+	port := freePort(t)
+	serve := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port)
+	serve.Dir = dir
+	var stdout, stderr bytes.Buffer
+	serve.Stdout, serve.Stderr = &stdout, &stderr
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		serve.Process.Signal(syscall.SIGTERM)
+		serve.Wait()
+	}()
+	base := "http://127.0.0.1:" + port
+	waitHealthy(t, base, &stderr)
+	if !strings.Contains(stderr.String(), "development trust file written") {
+		t.Errorf("serve did not say it wrote a development trust file:\n%s", stderr.String())
+	}
+	var info api.LogInfo
+	resp, err := http.Get(base + "/v1/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	if info.Origin != defaultOrigin || strings.TrimSpace(stdout.String()) != info.VerifierKey {
+		t.Errorf("/v1/log = %+v; serve printed %q", info, stdout.String())
+	}
+	for _, f := range []string{"memtrail-data/log.key", "memtrail-data/dev/adapter.pem"} {
+		fi, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, mode %v", f, err, fi.Mode())
+		}
+	}
+	run := func(args ...string) (string, error) {
+		c := exec.Command(bin, args...)
+		c.Dir = dir
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	os.WriteFile(filepath.Join(dir, "memory.txt"), []byte("user prefers formal emails\n"), 0o644)
+	rec, err := run("sign", "projection", "--key", "memtrail-data/dev/adapter.pem", "memory.txt")
+	if err != nil {
+		t.Fatalf("sign: %v\n%s", err, rec)
+	}
+	os.WriteFile(filepath.Join(dir, "p.json"), []byte(rec), 0o644)
+	out, err := run("submit", "--log", base, "--proof-dir", "proofs", "p.json")
+	if err != nil || !strings.Contains(out, "logged projection") {
+		t.Fatalf("submit: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "proofs", "p.json.tlog-proof")); err != nil {
+		t.Errorf("no proof written: %v", err)
+	}
+	out, err = run("submit", "--log", base, "p.json")
+	if err == nil || !strings.Contains(out, "projection_replay") {
+		t.Errorf("replay: %v\n%s", err, out)
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("replay exit status: %v", err)
+	}
+}
+
+func waitHealthy(t *testing.T, base string, stderr *bytes.Buffer) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTrustReload revokes the adapter key by rewriting the trust file and
+// sending SIGHUP under load: no request is dropped, submissions after the
+// reload are refused, and what was logged before stays logged.
+func TestTrustReload(t *testing.T) {
+	bin := buildMemtrail(t)
+	dir := t.TempDir()
+	signers := gen.Deterministic(9)
+	trust := signers.Trust(time.Now().Add(-time.Hour).UTC().Truncate(time.Second))
+	trustFile := filepath.Join(dir, "trust.json")
+	os.WriteFile(trustFile, receipts.MarshalTrust(trust), 0o644)
+	srv := startServe(t, bin, filepath.Join(dir, "data"), trustFile)
+	defer srv.stop(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var seq, created, refused atomic.Int64
+	var mu sync.Mutex
+	var unexpected []string
+	var logged []api.Accepted
+	for c := 0; c < 8; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{}
+			for ctx.Err() == nil {
+				r, _, err := signers.Projection(fmt.Sprint("urn:reload:", seq.Add(1)), time.Now().UTC(), 1, 50)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp, err := client.Post(srv.url+"/v1/projections", "application/json", bytes.NewReader(r.Canonical()))
+				if err != nil {
+					mu.Lock()
+					unexpected = append(unexpected, err.Error())
+					mu.Unlock()
+					continue
+				}
+				var a api.Accepted
+				var ref api.Refusal
+				switch resp.StatusCode {
+				case 201:
+					json.NewDecoder(resp.Body).Decode(&a)
+					created.Add(1)
+					mu.Lock()
+					logged = append(logged, a)
+					mu.Unlock()
+				case 403:
+					json.NewDecoder(resp.Body).Decode(&ref)
+					refused.Add(1)
+					if ref.Code != "adapter_key_revoked" {
+						mu.Lock()
+						unexpected = append(unexpected, ref.Code)
+						mu.Unlock()
+					}
+				default:
+					mu.Lock()
+					unexpected = append(unexpected, resp.Status)
+					mu.Unlock()
+				}
+				resp.Body.Close()
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	at := time.Now().UTC()
+	pin := *trust.Adapters[0]
+	pin.RevokedAt = &at
+	trust.Adapters = []*receipts.AdapterPin{&pin}
+	os.WriteFile(trustFile, receipts.MarshalTrust(trust), 0o644)
+	srv.cmd.Process.Signal(syscall.SIGHUP)
+	time.Sleep(700 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	if len(unexpected) > 0 {
+		t.Fatalf("answers other than 201 and 403 adapter_key_revoked: %v", unexpected[:min(5, len(unexpected))])
+	}
+	if created.Load() == 0 || refused.Load() == 0 {
+		t.Fatalf("created %d, refused %d: the reload should fall in the middle of the load", created.Load(), refused.Load())
+	}
+	// Everything logged before the revocation is still served.
+	for _, a := range logged {
+		resp, err := http.Get(srv.url + "/v1/projections?id=" + a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			// The index trails the log by a few milliseconds.
+			time.Sleep(100 * time.Millisecond)
+			resp, _ = http.Get(srv.url + "/v1/projections?id=" + a.ID)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("%s logged at %d before the revocation: lookup %d", a.ID, a.Index, resp.StatusCode)
+			}
+		}
+	}
+}
