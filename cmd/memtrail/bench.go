@@ -84,7 +84,9 @@ func runBench(args []string) error {
 	rateFlag := fs.Float64("rate", 0, "submissions per second for rate (default half the batch rate)")
 	batchSizeFlag := fs.Uint("batch-size", 2048, "sequencing batch size of the started log and of raw")
 	batchAgeFlag := fs.Duration("batch-age", 50*time.Millisecond, "sequencing batch age of the started log and of raw")
+	checkpointFlag := fs.Duration("checkpoint-interval", 250*time.Millisecond, "checkpoint interval of the started log")
 	jsonFlag := fs.Bool("json", false, "also write results as JSON lines")
+	prefillFlag := fs.Int("prefill", 0, "first append this many signed receipts to the started log (its index catches up at start)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -121,7 +123,18 @@ func runBench(args []string) error {
 		signers.Adapter = k
 		signers.AdapterID, signers.AdapterKeyID = "urn:memtrail:adapter:dev", "dev-adapter-key"
 	} else if needLog {
-		child, base, err = startBenchLog(tmp, signers, *batchSizeFlag, *batchAgeFlag)
+		if *prefillFlag > 0 {
+			fmt.Fprintf(os.Stderr, "prefilling the log with %d receipts...\n", *prefillFlag)
+			t0 := time.Now()
+			err := loadgen.Prefill(ctx, filepath.Join(tmp, "data", "log"), signers, strconv.FormatInt(time.Now().UnixNano(), 36), *prefillFlag, func(n int) {
+				fmt.Fprintf(os.Stderr, "\r%d", n)
+			})
+			if err != nil {
+				return fmt.Errorf("prefill: %w", err)
+			}
+			fmt.Fprintf(os.Stderr, "\rprefilled %d receipts in %s; the log indexes them at start\n", *prefillFlag, time.Since(t0).Round(time.Second))
+		}
+		child, base, err = startBenchLog(tmp, signers, *batchSizeFlag, *batchAgeFlag, *checkpointFlag)
 		if err != nil {
 			return err
 		}
@@ -239,7 +252,7 @@ func benchRekor(ctx context.Context, tmp string, clients, total int) (loadgen.Re
 
 // startBenchLog starts "memtrail serve" on a fresh directory, trusting
 // signers, and returns its base URL.
-func startBenchLog(tmp string, signers *gen.Signers, batchSize uint, batchAge time.Duration) (*exec.Cmd, string, error) {
+func startBenchLog(tmp string, signers *gen.Signers, batchSize uint, batchAge, checkpoint time.Duration) (*exec.Cmd, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", err
@@ -252,7 +265,8 @@ func startBenchLog(tmp string, signers *gen.Signers, batchSize uint, batchAge ti
 		return nil, "", err
 	}
 	cmd := exec.Command(self, "serve", "--data", filepath.Join(tmp, "data"), "--trust", trustFile, "--listen", "127.0.0.1:0",
-		"--batch-size", strconv.FormatUint(uint64(batchSize), 10), "--batch-age", batchAge.String(), "--log-format", "json")
+		"--batch-size", strconv.FormatUint(uint64(batchSize), 10), "--batch-age", batchAge.String(),
+		"--checkpoint-interval", checkpoint.String(), "--log-format", "json")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, "", err

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -92,6 +94,7 @@ func runServe(args []string) error {
 	witnessTimeoutFlag := fs.Duration("witness-timeout", 5*time.Second, "how long to wait for witness cosignatures")
 	logFormatFlag := fs.String("log-format", "text", "log format on standard error: text or json")
 	debugFlag := fs.String("debug-listen", "", "serve Go's /debug/pprof profiles on this address (keep it private)")
+	memFlag := fs.String("memory-limit", "192MiB", "soft memory limit for the Go runtime (GOMEMLIMIT syntax: 192MiB, 1GiB; \"off\" for none)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -104,6 +107,9 @@ func runServe(args []string) error {
 		return err
 	}
 	quietTessera(logger)
+	if err := setMemoryLimit(*memFlag); err != nil {
+		return err
+	}
 
 	if err := os.MkdirAll(*dataFlag, 0o700); err != nil {
 		return fmt.Errorf("couldn't create the data directory: %w", err)
@@ -213,6 +219,29 @@ func runServe(args []string) error {
 			return nil
 		}
 	}
+}
+
+// setMemoryLimit applies a soft memory limit: the runtime collects harder
+// as the heap nears it, which keeps resident memory bounded under load.
+func setMemoryLimit(v string) error {
+	if v == "off" || v == "" {
+		return nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(v, u.suffix); ok {
+			x, err := strconv.ParseInt(n, 10, 64)
+			if err != nil || x <= 0 {
+				break
+			}
+			debug.SetMemoryLimit(x * u.mult)
+			return nil
+		}
+	}
+	return withHint(fmt.Errorf("bad --memory-limit %q", v), "use a size such as 192MiB or 1GiB, or off")
 }
 
 func newLogger(format string) (*slog.Logger, error) {

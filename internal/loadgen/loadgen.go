@@ -294,6 +294,67 @@ func postBatch(ctx context.Context, client *http.Client, u string, body []byte) 
 	return ok, firstErr
 }
 
+// Prefill appends n valid, signed, distinct projection records to a fresh
+// Tessera POSIX log in dir (the tiles directory of a memtrail data
+// directory), signing them on every core as it goes, with large batches.
+// The log's index catches up from the tiles when the log opens. progress, if
+// not nil, is called now and then with the number appended.
+func Prefill(ctx context.Context, dir string, s *gen.Signers, prefix string, n int, progress func(int)) error {
+	skey, _, err := note.GenerateKey(rand.Reader, "bench.example/prefill")
+	if err != nil {
+		return err
+	}
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		return err
+	}
+	driver, err := posix.New(ctx, posix.Config{Path: dir})
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	appender, shutdown, _, err := tessera.NewAppender(rctx, driver, tessera.NewAppendOptions().
+		WithCheckpointSigner(signer).WithBatching(8192, 200*time.Millisecond).
+		WithCheckpointInterval(time.Second).WithPushback(1<<17))
+	if err != nil {
+		return err
+	}
+	var next, done atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	now := time.Now().UTC()
+	for w := 0; w < 4096; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				r, _, err := s.Projection(fmt.Sprintf("urn:prefill:%s:%d", prefix, i), now, 1, 64)
+				if err == nil {
+					_, err = appender.Add(ctx, tessera.NewEntry(r.Canonical()))()
+				}
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				if d := done.Add(1); progress != nil && d%100000 == 0 {
+					progress(int(d))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := shutdown(ctx); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	return firstErr
+}
+
 // RawTessera adds entries to a fresh Tessera POSIX log in dir with the same
 // batching as the log, from clients concurrent clients, with no
 // verification, index or HTTP: the baseline the log is compared with.
