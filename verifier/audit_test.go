@@ -27,14 +27,14 @@ import (
 // scenario builds receipts for logs written directly, so that the audit
 // can be shown what memtrail's ingest would refuse.
 type scenario struct {
-	t     *testing.T
+	t     testing.TB
 	s     *gen.Signers
 	trust *receipts.Trust
 	base  time.Time
 	n     int
 }
 
-func newScenario(t *testing.T) *scenario {
+func newScenario(t testing.TB) *scenario {
 	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	s := gen.Deterministic(7)
 	return &scenario{t: t, s: s, trust: s.Trust(base.Add(-24 * time.Hour)), base: base}

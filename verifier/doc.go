@@ -1,10 +1,38 @@
 // Package verifier checks memtrail's evidence offline: pure functions over
 // bytes and a pinned policy, with no network access and no clock but one
-// passed in.
+// passed in. Its I/O — where a log audit reads a log, where single use is
+// recorded — comes through two seams, [LogSource] and [Registry], which
+// package verifier/backend implements over files and HTTP.
 //
-// This page covers the transparency-log half: the policy that says which logs
-// and witnesses are trusted, checkpoints, inclusion proofs and consistency
-// between checkpoints.
+// It has two halves. The transparency-log half: the policy that says which
+// logs and witnesses are trusted, checkpoints, inclusion proofs and
+// consistency between checkpoints. The receipts half: projection records in
+// full ([VerifyProjection]), compactions against their manifests
+// ([VerifyCompaction]), and erasure lineage over a whole log ([AuditLog]).
+// Each returns a report: a result that is [Valid] or the closed code of the
+// first failing check, and every check with its [Outcome]. docs/verify.md
+// describes the reports, their codes, and the registry and state files.
+//
+// # Projection records
+//
+// [VerifyProjection] runs §7 of the Memory Projection Record draft on one
+// record: structure, the pinned adapter key and signature, freshness under a
+// [VerificationPolicy], then, with [Material], the digests of the request,
+// policy and trust snapshot, the source objects, the native source results,
+// every fragment and the projection bytes, and last single use in a
+// [Registry] — only for a record that passed everything else, so a refused
+// record never uses up its id. Missing material is reported as skipped.
+//
+// # Log audits
+//
+// [AuditLog] reads every entry a checkpoint covers through the tlog-tiles
+// resources, recomputes the tree root from the leaves, re-verifies every
+// receipt at its own time, applies the lineage rules in log order (single
+// use of ids, no compaction after a tombstone of one of its items, exact
+// supersession, Bloom filters holding the purged items) and lists the open
+// erasure obligations with their age. An [AuditState] lets the next audit
+// read only what was added, after checking consistency with the saved
+// checkpoint.
 //
 // # Policies
 //
