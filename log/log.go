@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/transparency-dev/tessera"
+	"github.com/transparency-dev/tessera/api/layout"
 	"github.com/transparency-dev/tessera/storage/posix"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -41,11 +43,17 @@ type Config struct {
 	PushbackMaxOutstanding uint
 
 	// Witnesses, when set, must cosign a checkpoint before it is
-	// published (see FailOpen).
-	Witnesses      *tessera.WitnessGroup
+	// published (see WitnessFailOpen): the published checkpoint, and so
+	// every proof and ?wait=proof answer, carries their cosignatures.
+	// Build it from a C2SP tlog-policy with tessera.NewWitnessGroupFromPolicy.
+	Witnesses *tessera.WitnessGroup
+	// WitnessTimeout bounds each attempt to gather the quorum (default
+	// 5s). A failed attempt is retried at the next checkpoint interval.
 	WitnessTimeout time.Duration
-	// WitnessFailOpen publishes a checkpoint even when the witness policy
-	// was not met in time.
+	// WitnessFailOpen publishes a checkpoint even when the witness quorum
+	// was not met in time, with whatever cosignatures arrived. Such
+	// checkpoints are counted in
+	// memtrail_checkpoints_published_without_quorum_total.
 	WitnessFailOpen bool
 
 	// Now returns the current time (default time.Now).
@@ -130,6 +138,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("log: couldn't create data directory: %w", err)
 	}
 	l := &Log{cfg: cfg, origin: signer.Name(), vkey: vkey, verifier: verifier, logger: cfg.Logger, Metrics: newMetrics()}
+	l.Metrics.witnessing = cfg.Witnesses != nil
 	trust := cfg.Trust
 	if trust == nil {
 		trust = &receipts.Trust{Compactors: receipts.Keyring{}, Issuers: receipts.Keyring{}, Freshness: receipts.DefaultFreshness, Lattice: receipts.DefaultLattice}
@@ -155,7 +164,11 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		l.index = idx
 	}
 
-	driver, err := posix.New(ctx, posix.Config{Path: filepath.Join(cfg.Dir, tilesDir)})
+	pcfg := posix.Config{Path: filepath.Join(cfg.Dir, tilesDir)}
+	if cfg.Witnesses != nil {
+		pcfg.HTTPClient = newWitnessClient(cfg.Witnesses, l.Metrics)
+	}
+	driver, err := posix.New(ctx, pcfg)
 	if err != nil {
 		l.index.Close()
 		return nil, fmt.Errorf("log: couldn't open tile storage: %w", err)
@@ -170,7 +183,18 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
+	_, cpErr := os.Stat(filepath.Join(cfg.Dir, tilesDir, layout.CheckpointPath))
 	appender, shutdown, reader, err := tessera.NewAppender(runCtx, driver, opts)
+	if err != nil && cfg.Witnesses != nil && errors.Is(cpErr, fs.ErrNotExist) {
+		// A new log publishes its empty checkpoint while Tessera sets up
+		// its storage, and fails without the witness quorum. The storage
+		// is set up by then; starting again leaves that checkpoint to the
+		// publication loop, which asks the witnesses again every
+		// interval: a new log then waits for its witnesses as a restarted
+		// one does, instead of not starting.
+		l.logger.Warn("the witnesses did not cosign the new log's first checkpoint; nothing is published until they do", "error", err)
+		appender, shutdown, reader, err = tessera.NewAppender(runCtx, driver, opts)
+	}
 	if err != nil {
 		cancel()
 		l.index.Close()

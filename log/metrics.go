@@ -27,6 +27,24 @@ type Metrics struct {
 	cpMu   sync.Mutex
 	cpSize uint64
 	cpSeen time.Time // when a checkpoint of cpSize was first seen
+
+	// Checkpoints published, and under a witness policy (witnessing),
+	// those published without its quorum, whether the latest met it, and
+	// the requests to each witness by key name and status.
+	published     atomic.Uint64
+	witnessing    bool
+	withoutQuorum atomic.Uint64
+	witnessed     atomic.Int64 // 1 if the latest published checkpoint met the quorum, 0 if not, -1 before the first
+	witnessMu     sync.Mutex
+	witnessReqs   map[[2]string]uint64 // witness, code
+}
+
+// witnessRequest counts a request to a witness and its outcome: the HTTP
+// status, or "error" when no answer came (refused connection, timeout).
+func (m *Metrics) witnessRequest(witness, code string) {
+	m.witnessMu.Lock()
+	m.witnessReqs[[2]string{witness, code}]++
+	m.witnessMu.Unlock()
 }
 
 // checkpointSeen notes the size of the published checkpoint, for its age.
@@ -53,7 +71,9 @@ func (m *Metrics) CheckpointAge() time.Duration {
 func (m *Metrics) TreeSize() uint64 { return m.treeSize.Load() }
 
 func newMetrics() *Metrics {
-	return &Metrics{accepted: map[receipts.Kind]uint64{}, refused: map[[2]string]uint64{}, latency: newHistogram()}
+	m := &Metrics{accepted: map[receipts.Kind]uint64{}, refused: map[[2]string]uint64{}, latency: newHistogram(), witnessReqs: map[[2]string]uint64{}}
+	m.witnessed.Store(-1)
+	return m
 }
 
 func (m *Metrics) observeSubmit(kind receipts.Kind, err error, d time.Duration) {
@@ -133,7 +153,40 @@ func (m *Metrics) WriteMetrics(w io.Writer, treeSize uint64, checkpointAge time.
 	fmt.Fprintf(w, "# HELP memtrail_index_watermark Entries applied to the index.\n# TYPE memtrail_index_watermark gauge\nmemtrail_index_watermark %d\n", m.indexed.Load())
 	if checkpointAge >= 0 {
 		fmt.Fprintf(w, "# HELP memtrail_checkpoint_age_seconds Age of the latest published checkpoint.\n# TYPE memtrail_checkpoint_age_seconds gauge\nmemtrail_checkpoint_age_seconds %g\n", checkpointAge.Seconds())
+		m.cpMu.Lock()
+		cpSize := m.cpSize
+		m.cpMu.Unlock()
+		fmt.Fprintf(w, "# HELP memtrail_checkpoint_size Tree size of the latest published checkpoint.\n# TYPE memtrail_checkpoint_size gauge\nmemtrail_checkpoint_size %d\n", cpSize)
+	}
+	fmt.Fprintf(w, "# HELP memtrail_checkpoints_published_total Checkpoints published (each distinct checkpoint file seen).\n# TYPE memtrail_checkpoints_published_total counter\nmemtrail_checkpoints_published_total %d\n", m.published.Load())
+	if m.witnessing {
+		m.writeWitnessMetrics(w)
 	}
 	fmt.Fprintf(w, "# HELP memtrail_pushback_total Submissions refused because the log was overloaded.\n# TYPE memtrail_pushback_total counter\nmemtrail_pushback_total %d\n", m.pushback.Load())
 	fmt.Fprintf(w, "# HELP memtrail_index_errors_total Failed index transactions (retried).\n# TYPE memtrail_index_errors_total counter\nmemtrail_index_errors_total %d\n", m.indexErrors.Load())
+}
+
+// writeWitnessMetrics writes the metrics of witnessing, present only when
+// the log has a witness policy.
+func (m *Metrics) writeWitnessMetrics(w io.Writer) {
+	fmt.Fprintf(w, "# HELP memtrail_checkpoints_published_without_quorum_total Checkpoints published although the witness policy's quorum had not cosigned them (--witness-fail-open).\n# TYPE memtrail_checkpoints_published_without_quorum_total counter\nmemtrail_checkpoints_published_without_quorum_total %d\n", m.withoutQuorum.Load())
+	if m.witnessed.Load() >= 0 {
+		fmt.Fprintf(w, "# HELP memtrail_checkpoint_witnessed Whether the latest published checkpoint carries the witness quorum (1) or not (0).\n# TYPE memtrail_checkpoint_witnessed gauge\nmemtrail_checkpoint_witnessed %d\n", m.witnessed.Load())
+	}
+	m.witnessMu.Lock()
+	defer m.witnessMu.Unlock()
+	fmt.Fprintf(w, "# HELP memtrail_witness_requests_total add-checkpoint requests to witnesses, by witness key name and HTTP status (\"error\": no answer).\n# TYPE memtrail_witness_requests_total counter\n")
+	keys := make([][2]string, 0, len(m.witnessReqs))
+	for k := range m.witnessReqs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	for _, k := range keys {
+		fmt.Fprintf(w, "memtrail_witness_requests_total{witness=%q,code=%q} %d\n", k[0], k[1], m.witnessReqs[k])
+	}
 }

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,8 +35,10 @@ func (l *Log) archiveCheckpoints(ctx context.Context) {
 	t := time.NewTicker(l.cfg.CheckpointInterval / 2)
 	defer t.Stop()
 	var last uint64
-	if size, _, err := l.index.LatestCheckpoint(ctx); err == nil {
-		last = size
+	var lastRaw []byte // the latest checkpoint file seen, to tell new ones
+	judged := false
+	if size, raw, err := l.index.LatestCheckpoint(ctx); err == nil {
+		last, lastRaw = size, raw
 	}
 	for {
 		select {
@@ -51,6 +54,10 @@ func (l *Log) archiveCheckpoints(ctx context.Context) {
 			continue
 		}
 		l.Metrics.checkpointSeen(cp.Size)
+		if isNew := !bytes.Equal(raw, lastRaw); isNew || !judged {
+			l.checkpointPublished(raw, cp.Size, isNew)
+			lastRaw, judged = raw, true
+		}
 		if cp.Size == last || cp.Size == 0 {
 			continue
 		}

@@ -49,10 +49,15 @@ trust file without dropping requests; a file that does not parse is logged
 and the old one kept. SIGTERM and SIGINT stop accepting, finish the
 requests in progress and sequence what was accepted.
 
---witness-policy FILE takes a C2SP tlog-policy file: checkpoints are
-published only once its witness quorum has cosigned them (or, with
---witness-fail-open, published anyway after --witness-timeout, which the
-metrics show).
+--witness-policy FILE takes a C2SP tlog-policy file (it must name this
+log's key): each checkpoint is sent to its witnesses and published only
+once its quorum has cosigned it, so /checkpoint, ?wait=proof answers and
+every proof carry the cosignatures. Without the quorum within
+--witness-timeout nothing new is published, and publication is retried
+every --checkpoint-interval. With --witness-fail-open the checkpoint is
+published anyway, with the cosignatures that arrived, and counted in
+memtrail_checkpoints_published_without_quorum_total at /metrics.
+docs/witness.md, "Witnessing a memtrail log", has an example.
 
 The command exits 0 after a clean shutdown and 1 on any error.
 
