@@ -46,6 +46,11 @@ type Config struct {
 	MaxBatchLines int
 	// MaxBatchBytes caps a /v1/batch body (default 64 MiB).
 	MaxBatchBytes int64
+	// MaxInFlight bounds the projection records parsed and not yet
+	// sequenced, across all requests (default 4096): memory and goroutines
+	// stay bounded however many clients send, while Tessera's batches
+	// still fill.
+	MaxInFlight int
 	// WaitTimeout bounds how long ?wait=proof waits for publication
 	// (default 60s).
 	WaitTimeout time.Duration
@@ -55,9 +60,10 @@ type Config struct {
 
 // Server serves one log.
 type Server struct {
-	log    *mlog.Log
-	cfg    Config
-	logger *slog.Logger
+	log      *mlog.Log
+	cfg      Config
+	logger   *slog.Logger
+	inflight chan struct{}
 }
 
 // New returns a Server for l.
@@ -68,13 +74,16 @@ func New(l *mlog.Log, cfg Config) *Server {
 	if cfg.MaxBatchBytes == 0 {
 		cfg.MaxBatchBytes = 64 << 20
 	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = 4096
+	}
 	if cfg.WaitTimeout == 0 {
 		cfg.WaitTimeout = 60 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Server{log: l, cfg: cfg, logger: cfg.Logger}
+	return &Server{log: l, cfg: cfg, logger: cfg.Logger, inflight: make(chan struct{}, cfg.MaxInFlight)}
 }
 
 // Handler returns the HTTP handler of every endpoint.

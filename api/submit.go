@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"runtime"
 	"strconv"
 	"sync"
 
@@ -101,7 +100,12 @@ func (s *Server) submitHandler(kind receipts.Kind) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
+		if err := s.acquire(r.Context()); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		acc, err := s.submit(r.Context(), body, kind, wait)
+		s.release()
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -151,6 +155,19 @@ func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.K
 	}
 	return acc, nil
 }
+
+// acquire takes an in-flight slot: parsed receipts waiting for sequencing
+// are bounded across all requests.
+func (s *Server) acquire(ctx context.Context) error {
+	select {
+	case s.inflight <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) release() { <-s.inflight }
 
 // forward closes decided once after is closed, without blocking.
 func forward(after <-chan struct{}, decided chan struct{}) {
@@ -207,9 +224,9 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 	for i := range results {
 		results[i] = make(chan BatchResult, 1)
 	}
-	// Verification is CPU-bound and sequencing waits on I/O: a bounded
-	// number of lines are in flight at once, enough to fill batches.
-	sem := make(chan struct{}, 64*runtime.GOMAXPROCS(0))
+	// Lines are dispatched in order, each once it has an in-flight slot:
+	// a line's predecessors always hold theirs, so the lineage chain never
+	// waits on a line without one.
 	ctx := r.Context()
 	var wg sync.WaitGroup
 	// Lineage decisions (compactions and tombstones) are taken in line
@@ -217,12 +234,19 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		var prev chan struct{}
 		for i, line := range lines {
-			sem <- struct{}{}
+			if s.acquire(ctx) != nil {
+				// The client went away: answer the rest as cancelled.
+				for j := i; j < len(lines); j++ {
+					st, ref := status(ctx.Err())
+					results[j] <- BatchResult{Line: j + 1, Status: st, Refusal: &ref}
+				}
+				return
+			}
 			wg.Add(1)
 			after, decided := prev, make(chan struct{})
 			prev = decided
 			go func(i int, line []byte) {
-				defer func() { <-sem; wg.Done() }()
+				defer func() { s.release(); wg.Done() }()
 				res := BatchResult{Line: i + 1}
 				line = bytes.TrimSpace(line)
 				if len(line) == 0 {

@@ -107,11 +107,17 @@ func (o *order) close() {
 
 // forward passes the previous decision's signal on without waiting for it.
 func (o *order) forward() {
-	if o.decided == nil {
+	if o.decided != nil && !o.closed {
+		o.closed = true
+		forwardOrder(o.after, o.decided)
+	}
+}
+
+// forwardOrder closes decided once after is closed, without blocking.
+func forwardOrder(after <-chan struct{}, decided chan struct{}) {
+	if decided == nil {
 		return
 	}
-	after, decided := o.after, o.decided
-	o.closed = true
 	if after == nil {
 		close(decided)
 		return
