@@ -3,6 +3,7 @@ package receipts
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -50,4 +51,28 @@ func TestParserScratchReuse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestByteClasses checks the digest and base64url byte tables against
+// their definitions, for every byte at every position.
+func TestByteClasses(t *testing.T) {
+	digestRE := regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	b64uRE := regexp.MustCompile(`^[A-Za-z0-9_-]*$`)
+	base := "sha256:" + strings.Repeat("0123456789abcdef", 4)
+	for c := 0; c < 256; c++ {
+		for _, pos := range []int{0, 6, 7, 40, 70} {
+			s := base[:pos] + string([]byte{byte(c)}) + base[pos+1:]
+			if got, want := IsDigest(s), digestRE.MatchString(s); got != want {
+				t.Errorf("IsDigest(%q) = %v, want %v", s, got, want)
+			}
+		}
+		s := "AAAA" + string([]byte{byte(c)}) + "AAA"
+		_, ok := decodeB64u(s)
+		if ok && !b64uRE.MatchString(s) {
+			t.Errorf("decodeB64u(%q) accepted a byte outside the alphabet", s)
+		}
+	}
+	if IsDigest(base[:70]) || IsDigest(base+"0") || !IsDigest(base) {
+		t.Errorf("IsDigest length checks")
+	}
 }
