@@ -321,7 +321,9 @@ func TestRestartCatchesUpIndex(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			tl.mustSubmit(tl.projection(fmt.Sprint("urn:p:", i)))
+			if _, err := tl.Submit(context.Background(), tl.projection(fmt.Sprint("urn:p:", i))); err != nil {
+				t.Error(err)
+			}
 		}(i)
 	}
 	wg.Wait()
