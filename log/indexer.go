@@ -3,7 +3,9 @@ package log
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memtrail/memtrail/receipts"
@@ -224,7 +226,7 @@ func (l *Log) readEntries(ctx context.Context, first, n, treeSize uint64) ([]Ent
 }
 
 func (l *Log) readEntriesFrom(ctx context.Context, reader bundleReader, first, n, treeSize uint64) ([]Entry, error) {
-	out := make([]Entry, 0, n)
+	leaves := make([][]byte, 0, n)
 	for ri := range layout.Range(first, n, treeSize) {
 		raw, err := reader.ReadEntryBundle(ctx, ri.Index, ri.Partial)
 		if err != nil {
@@ -237,13 +239,30 @@ func (l *Log) readEntriesFrom(ctx context.Context, reader bundleReader, first, n
 		if uint(len(b.Entries)) < ri.First+ri.N {
 			return nil, fmt.Errorf("entry bundle %d has %d entries, want at least %d", ri.Index, len(b.Entries), ri.First+ri.N)
 		}
-		for i := ri.First; i < ri.First+ri.N; i++ {
-			idx := ri.Index*layout.EntryBundleWidth + uint64(i)
-			e, err := l.entryFromLeaf(ctx, idx, b.Entries[i])
-			if err != nil {
-				return nil, err
+		leaves = append(leaves, b.Entries[ri.First:ri.First+ri.N]...)
+	}
+	// Parsing is the cost: spread it over the cores.
+	out := make([]Entry, len(leaves))
+	errs := make([]error, runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(leaves) || errs[w] != nil {
+					return
+				}
+				out[i], errs[w] = l.entryFromLeaf(ctx, first+uint64(i), leaves[i])
 			}
-			out = append(out, e)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
