@@ -54,6 +54,13 @@ type Config struct {
 	// WaitTimeout bounds how long ?wait=proof waits for publication
 	// (default 60s).
 	WaitTimeout time.Duration
+	// AnswerTimeout bounds the time from the end of a submission's body to
+	// the end of its answer (default WaitTimeout plus one minute). Once the
+	// body is read, submission handlers clear their connection's read
+	// deadline and set its write deadline from this, so the HTTP server's
+	// ReadTimeout and WriteTimeout need only bound the arrival of a request
+	// and never cut a ?wait=proof answer short.
+	AnswerTimeout time.Duration
 	// Logger receives request errors (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -79,6 +86,9 @@ func New(l *mlog.Log, cfg Config) *Server {
 	}
 	if cfg.WaitTimeout == 0 {
 		cfg.WaitTimeout = 60 * time.Second
+	}
+	if cfg.AnswerTimeout == 0 {
+		cfg.AnswerTimeout = cfg.WaitTimeout + time.Minute
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -35,6 +35,7 @@ const (
 	codePushback         = "pushback"
 	codeInternal         = "internal"
 	codeUnavailable      = "unavailable"
+	codeRequestTimeout   = "request_timeout"
 )
 
 // status maps an error to its HTTP status and refusal body. It is the one

@@ -6,11 +6,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/memtrail/memtrail/receipts"
 )
@@ -39,18 +42,32 @@ func maxBody(kind receipts.Kind) int64 {
 }
 
 // readBody reads at most limit bytes of the body, refusing more with
-// CodeTooLarge without reading the rest.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
+// CodeTooLarge without reading the rest. A body that does not arrive
+// within the server's ReadTimeout is refused with 408. Once the body is
+// read, the connection's deadlines are set for the answer (see
+// Config.AnswerTimeout).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "body is " + strconv.FormatInt(r.ContentLength, 10) + " bytes; at most " + strconv.FormatInt(limit, 10) + " are accepted here"}
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, &httpError{status: http.StatusRequestTimeout, code: codeRequestTimeout, detail: "the request body did not arrive in time"}
+		}
 		return nil, badRequest("couldn't read the request body: " + err.Error())
 	}
 	if int64(len(b)) > limit {
 		return nil, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "body is more than " + strconv.FormatInt(limit, 10) + " bytes"}
 	}
+	// The request has arrived: from here the answer's own bound applies.
+	// Without this, the server's ReadTimeout would cancel a ?wait=proof
+	// answer still waiting for its checkpoint. (A ResponseWriter that
+	// cannot set deadlines, as in httptest, keeps the server's.)
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	rc.SetWriteDeadline(time.Now().Add(s.cfg.AnswerTimeout))
 	return b, nil
 }
 
@@ -94,7 +111,7 @@ func (s *Server) submitHandler(kind receipts.Kind) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		body, err := readBody(r, maxBody(kind))
+		body, err := s.readBody(w, r, maxBody(kind))
 		if err != nil {
 			s.log.Metrics.Refused(kind, receipts.ErrorCode(err))
 			s.writeError(w, r, err)
@@ -207,7 +224,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := readBody(r, s.cfg.MaxBatchBytes)
+	body, err := s.readBody(w, r, s.cfg.MaxBatchBytes)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -158,22 +158,26 @@ func TestCrashRecovery(t *testing.T) {
 }
 
 type serveProc struct {
-	cmd *exec.Cmd
-	url string
+	cmd    *exec.Cmd
+	url    string
+	stderr *syncBuffer
 }
 
-func startServe(t *testing.T, bin, data, trust string) *serveProc {
+// startServe starts "memtrail serve" on data and waits until it is
+// healthy; extra flags come after the defaults, so they override them.
+func startServe(t *testing.T, bin, data, trust string, extra ...string) *serveProc {
 	t.Helper()
 	port := freePort(t)
-	cmd := exec.Command(bin, "serve", "--data", data, "--trust", trust, "--listen", "127.0.0.1:"+port,
-		"--batch-age", "10ms", "--checkpoint-interval", "200ms")
+	args := append([]string{"serve", "--data", data, "--trust", trust, "--listen", "127.0.0.1:" + port,
+		"--batch-age", "10ms", "--checkpoint-interval", "200ms"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout = io.Discard
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProc{cmd: cmd, url: "http://127.0.0.1:" + port}
+	p := &serveProc{cmd: cmd, url: "http://127.0.0.1:" + port, stderr: stderr}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(p.url + "/healthz")
@@ -185,7 +189,7 @@ func startServe(t *testing.T, bin, data, trust string) *serveProc {
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
-			t.Fatalf("memtrail serve did not start:\n%s", stderr.String())
+			t.Fatalf("memtrail serve did not start:\n%s", stderr.tail(8192))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

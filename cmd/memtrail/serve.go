@@ -59,6 +59,11 @@ published anyway, with the cosignatures that arrived, and counted in
 memtrail_checkpoints_published_without_quorum_total at /metrics.
 docs/witness.md, "Witnessing a memtrail log", has an example.
 
+--read-timeout bounds how long a request may take to arrive: its headers
+within 10s (or the timeout, if shorter), headers and body within the
+timeout. Slower clients are cut off, a late body answered 408. It does not
+bound the answer: a ?wait=proof answer may wait up to a minute more.
+
 The command exits 0 after a clean shutdown and 1 on any error.
 
 Example:
@@ -99,6 +104,7 @@ func runServe(args []string) error {
 	witnessTimeoutFlag := fs.Duration("witness-timeout", 5*time.Second, "how long to wait for witness cosignatures")
 	logFormatFlag := fs.String("log-format", "text", "log format on standard error: text or json")
 	debugFlag := fs.String("debug-listen", "", "serve Go's /debug/pprof profiles on this address (keep it private)")
+	readTimeoutFlag := fs.Duration("read-timeout", 2*time.Minute, "longest a request (headers and body) may take to arrive; slower clients are cut off")
 	memFlag := fs.String("memory-limit", "192MiB", "soft memory limit for the Go runtime (GOMEMLIMIT syntax: 192MiB, 1GiB; \"off\" for none)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -106,6 +112,9 @@ func runServe(args []string) error {
 	if fs.NArg() != 0 {
 		fmt.Fprint(fs.Output(), "Usage: memtrail serve [--data DIR] [--listen ADDR] [--origin ORIGIN] [--trust FILE] [flags]\n")
 		return errUsage
+	}
+	if *readTimeoutFlag <= 0 {
+		return withHint(fmt.Errorf("--read-timeout %s is not positive", *readTimeoutFlag), "use a duration such as 2m")
 	}
 	logger, err := newLogger(*logFormatFlag)
 	if err != nil {
@@ -180,10 +189,16 @@ func runServe(args []string) error {
 	}
 	server := api.New(l, api.Config{Logger: logger})
 	srv := &http.Server{
-		Handler:           server.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute,
-		WriteTimeout:      3 * time.Minute,
+		Handler: server.Handler(),
+		// Slow clients: headers must arrive within ReadHeaderTimeout and
+		// the whole request within ReadTimeout, or the connection is cut
+		// (a late body is answered 408). WriteTimeout leaves time to
+		// answer a request that arrived just in time; submission handlers
+		// then set their own deadline for the answer (api.Config
+		// AnswerTimeout), which covers ?wait=proof's wait of up to 60s.
+		ReadHeaderTimeout: min(10*time.Second, *readTimeoutFlag),
+		ReadTimeout:       *readTimeoutFlag,
+		WriteTimeout:      *readTimeoutFlag + 30*time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
