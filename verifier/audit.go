@@ -414,7 +414,6 @@ type auditor struct {
 	rng     *compact.Range
 
 	audited         uint64
-	leafHashes      [][]byte // of this run, for locating a root mismatch
 	receiptFindings []Finding
 	lineageFindings []Finding
 	bundleFinding   *Finding
@@ -584,7 +583,6 @@ func (a *auditor) crawl(ctx context.Context, from, size uint64) error {
 				cancel()
 				break
 			}
-			a.leafHashes = append(a.leafHashes, e.leafHash)
 			a.receiptFindings = append(a.receiptFindings, e.findings...)
 			a.lineageFindings = append(a.lineageFindings, a.g.apply(e, a.skew)...)
 			a.audited++
@@ -646,7 +644,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 		finding(err, receipts.CodeRecordInvalid, nil)
 		return nil
 	}
-	e.kind, e.id = r.Kind(), strings.Clone(r.ID())
+	e.kind, e.id, e.idHash = r.Kind(), strings.Clone(r.ID()), hashID(r.ID())
 	if !bytes.Equal(leaf, r.Canonical()) {
 		finding(&receipts.Error{Code: CodeLeafNotCanonical, Reason: "the entry is not the JCS encoding of the receipt it holds"}, CodeLeafNotCanonical, nil)
 	}
@@ -666,7 +664,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 			return nil
 		}
 		e.at = r.PurgedTime()
-		e.item, e.purgedAt = strings.Clone(r.ItemDigest), r.PurgedAt
+		e.item, e.purgedAt = receipts.DigestBytes(r.ItemDigest), r.PurgedAt
 	case *receipts.Compaction:
 		k, ok := t.Compactors[r.Signature.KID]
 		if !ok {
@@ -703,9 +701,9 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 		if err != nil {
 			finding(err, receipts.CodeManifestInvalid, &Evidence{ManifestRoot: e.root})
 		} else {
-			e.items = make([]string, len(mf.Items))
+			e.items = make([]digest, len(mf.Items))
 			for i := range mf.Items {
-				e.items[i] = strings.Clone(mf.Items[i].ItemDigest)
+				e.items[i] = receipts.DigestBytes(mf.Items[i].ItemDigest)
 			}
 		}
 	}
@@ -715,40 +713,53 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 
 // localize looks for the entry behind a root mismatch: if the log's own
 // level-0 hash tiles reproduce the checkpoint's root, the first entry
-// whose leaf hash differs from its tile's is the altered one.
+// whose leaf hash differs from its tile's is the altered one. It reads the
+// entries again, a bundle at a time, so that a normal audit keeps no leaf
+// hashes.
 func (a *auditor) localize(ctx context.Context, start *compact.Range, from uint64, f *Finding) {
-	n := uint64(len(a.leafHashes))
-	committed, err := client.FetchLeafHashes(ctx, a.src.ReadTile, from, n, a.cp.Size)
-	if err != nil {
-		f.Detail += "; the log's hash tiles could not be read to locate the entry: " + err.Error()
-		return
-	}
+	size := a.cp.Size
 	rf := compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
-	r, err := rf.NewRange(start.Begin(), start.End(), start.Hashes())
+	r, err := rf.NewRange(start.Begin(), start.End(), append([][]byte(nil), start.Hashes()...))
 	if err != nil {
 		return
 	}
-	for _, h := range committed {
-		if err := r.Append(h, nil); err != nil {
+	var culprit *uint64
+	var got, want []byte
+	for ri := range layout.Range(from, size-from, size) {
+		first := ri.Index*layout.EntryBundleWidth + uint64(ri.First)
+		committed, err := client.FetchLeafHashes(ctx, a.src.ReadTile, first, uint64(ri.N), size)
+		if err != nil {
+			f.Detail += "; the log's hash tiles could not be read to locate the entry: " + err.Error()
 			return
 		}
+		for _, h := range committed {
+			if err := r.Append(h, nil); err != nil {
+				return
+			}
+		}
+		if culprit != nil {
+			continue
+		}
+		raw, err := a.src.ReadEntryBundle(ctx, ri.Index, ri.Partial)
+		var eb api.EntryBundle
+		if err != nil || eb.UnmarshalText(raw) != nil || len(eb.Entries) < int(ri.First+ri.N) {
+			return
+		}
+		for i, h := range committed {
+			if lh := rfc6962.DefaultHasher.HashLeaf(eb.Entries[int(ri.First)+i]); !bytes.Equal(lh, h) {
+				culprit, got, want = u64(first+uint64(i)), lh, h
+				break
+			}
+		}
 	}
-	root, err := r.GetRootHash(nil)
-	if err != nil {
-		return
-	}
-	if !bytes.Equal(root, a.cp.Hash[:]) {
+	if !bytes.Equal(rootOf(r), a.cp.Hash[:]) {
 		f.Detail += "; the log's hash tiles do not reproduce the checkpoint's root either"
 		return
 	}
-	for i, h := range committed {
-		if !bytes.Equal(h, a.leafHashes[i]) {
-			idx := from + uint64(i)
-			f.Index = &idx
-			f.Detail = fmt.Sprintf("entry %d is not the entry the checkpoint commits to: its leaf hash differs from the one in the log's hash tile, which reproduces the checkpoint's root", idx)
-			f.Evidence.LeafHash = b64(a.leafHashes[i])
-			f.Evidence.CommittedLeafHash = b64(h)
-			return
-		}
+	if culprit != nil {
+		f.Index = culprit
+		f.Detail = fmt.Sprintf("entry %d is not the entry the checkpoint commits to: its leaf hash differs from the one in the log's hash tile, which reproduces the checkpoint's root", *culprit)
+		f.Evidence.LeafHash = b64(got)
+		f.Evidence.CommittedLeafHash = b64(want)
 	}
 }

@@ -323,8 +323,9 @@ func auditFigures(tb testing.TB, dir string, key logKey, entries int, baseline t
 	}
 	cpu0 := cpuTime()
 	start := time.Now()
+	workers, _ := strconv.Atoi(os.Getenv("MEMTRAIL_AUDIT_WORKERS"))
 	rep, state, err := verifier.AuditLog(context.Background(), src, verifier.AuditOptions{
-		Policy: key.policy, Trust: benchTrust(), At: benchBase.Add(24 * time.Hour)})
+		Policy: key.policy, Trust: benchTrust(), At: benchBase.Add(24 * time.Hour), Workers: workers})
 	f.state = state
 	f.elapsed, f.cpu = time.Since(start), cpuTime()-cpu0
 	if stopProfile != nil {
@@ -344,6 +345,9 @@ func auditFigures(tb testing.TB, dir string, key logKey, entries int, baseline t
 // runs only when MEMTRAIL_AUDIT_ENTRIES is set (a multiple of 100; the
 // reference run uses 1000000). The log is built in MEMTRAIL_AUDIT_DIR (a
 // temporary directory by default) and reused when already there.
+// MEMTRAIL_AUDIT_ROUNDS sets the rounds (default 3), MEMTRAIL_AUDIT_WORKERS
+// the audit's workers (default GOMAXPROCS), and MEMTRAIL_AUDIT_CPUPROFILE a
+// file for a CPU profile of the audits alone.
 func TestAuditSpeed(t *testing.T) {
 	v := os.Getenv("MEMTRAIL_AUDIT_ENTRIES")
 	if v == "" {
@@ -388,8 +392,8 @@ func TestAuditSpeed(t *testing.T) {
 		cpu = append(cpu, f.cpuRate()/f.bareCores())
 		t.Logf("round %d, wall clock: bare ed25519.Verify %.0f/s before and %.0f/s after (mean %.0f/s); audit of %d entries in %s: %.0f receipts/s = %.0f%% of the bare rate",
 			r+1, f.bareWall[0], f.bareWall[1], f.bare(), entries, f.elapsed.Round(time.Millisecond), f.rate(), 100*f.rate()/f.bare())
-		t.Logf("round %d, CPU time (per CPU-second, times %d): bare ed25519.Verify %.0f/s; audit %.0f receipts/s (%s of CPU) = %.0f%% of the bare rate",
-			r+1, n, f.bareCores(), f.cpuRate(), f.cpu.Round(time.Millisecond), 100*f.cpuRate()/f.bareCores())
+		t.Logf("round %d, CPU time (per CPU-second, times %d): bare ed25519.Verify %.0f/s; audit %.0f receipts/s (%s of CPU, %.2f cores busy) = %.0f%% of the bare rate",
+			r+1, n, f.bareCores(), f.cpuRate(), f.cpu.Round(time.Millisecond), f.cpu.Seconds()/f.elapsed.Seconds(), 100*f.cpuRate()/f.bareCores())
 	}
 	t.Logf("median over %d rounds: %.0f%% of the bare Ed25519 rate by wall clock, %.0f%% by CPU time", rounds, 100*median(wall), 100*median(cpu))
 
@@ -412,6 +416,9 @@ func TestAuditSpeed(t *testing.T) {
 	}
 	t.Logf("state file: %.1f MB, written in %s, read in %s; a resumed audit with nothing new took %s",
 		float64(len(b))/1e6, marshalled.Round(time.Millisecond), parsed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	t.Logf("peak resident memory of the test process: %d MB", ru.Maxrss/1024)
 }
 
 func median(xs []float64) float64 {

@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
@@ -14,10 +16,10 @@ import (
 // supersession, every tombstone. Entries are applied in log order, never
 // by a time a producer wrote.
 type lineage struct {
-	ids         map[receipts.Kind]map[string]uint64 // first index of each id
+	ids         map[receipts.Kind]map[idHash]uint64 // first index of each id
 	compactions map[string]*lineageCompaction       // by compaction_event_id
-	itemIn      map[string][]*lineageCompaction     // item digest → compactions including it, in log order
-	tombstones  map[string]*lineageTombstone        // by item digest (the first tombstone of each)
+	itemIn      map[digest][]*lineageCompaction     // item → compactions including it, in log order
+	tombstones  map[digest]*lineageTombstone        // by item (the first tombstone of each)
 	counts      Counts
 
 	// floor is the latest time the log is known to have passed when it
@@ -28,11 +30,38 @@ type lineage struct {
 	hasFloor bool
 }
 
+// Ids and digests are kept as arrays, not strings: a log's lineage state
+// holds one entry per receipt, and maps without pointers cost the garbage
+// collector nothing to scan.
+
+// idHash names a single-use id by the first 16 bytes of the SHA-256 of its
+// bytes. Two ids sharing them (a 2^-128 chance for any pair) would be
+// reported as a replay, never missed.
+type idHash [16]byte
+
+func hashID(id string) idHash {
+	h := sha256.Sum256([]byte(id))
+	return idHash(h[:16])
+}
+
+// digest is the raw SHA-256 of a "sha256:<hex>" item digest.
+type digest [32]byte
+
+func (d digest) String() string { return "sha256:" + hex.EncodeToString(d[:]) }
+
+func digestsOf(items []string) []digest {
+	out := make([]digest, len(items))
+	for i, it := range items {
+		out[i] = receipts.DigestBytes(it)
+	}
+	return out
+}
+
 type lineageCompaction struct {
 	id           string
 	index        uint64
 	root         string
-	items        []string // nil when the manifest could not be read
+	items        []digest // nil when the manifest could not be read
 	supersedes   string
 	supersededBy string
 	supersededAt uint64
@@ -41,7 +70,7 @@ type lineageCompaction struct {
 type lineageTombstone struct {
 	id       string
 	index    uint64
-	item     string
+	item     digest
 	purgedAt int64
 }
 
@@ -56,12 +85,12 @@ type Counts struct {
 
 func newLineage() *lineage {
 	return &lineage{
-		ids: map[receipts.Kind]map[string]uint64{
+		ids: map[receipts.Kind]map[idHash]uint64{
 			receipts.KindProjection: {}, receipts.KindCompaction: {}, receipts.KindTombstone: {},
 		},
 		compactions: map[string]*lineageCompaction{},
-		itemIn:      map[string][]*lineageCompaction{},
-		tombstones:  map[string]*lineageTombstone{},
+		itemIn:      map[digest][]*lineageCompaction{},
+		tombstones:  map[digest]*lineageTombstone{},
 	}
 }
 
@@ -72,6 +101,7 @@ type entryResult struct {
 	leafHash []byte
 	kind     receipts.Kind // "" when the entry is not a receipt
 	id       string
+	idHash   idHash
 	findings []Finding
 	// verified: the receipt parsed and its signature verified, so its
 	// lineage effects apply.
@@ -81,12 +111,12 @@ type entryResult struct {
 	// Compactions.
 	key        *receipts.Key
 	root       string
-	items      []string // nil when the manifest is missing or refused
+	items      []digest // nil when the manifest is missing or refused
 	supersedes string
 	bloom      *receipts.BloomFilter
 
 	// Tombstones.
-	item     string
+	item     digest
 	purgedAt int64
 }
 
@@ -125,12 +155,12 @@ func (g *lineage) apply(e *entryResult, skew time.Duration) []Finding {
 	}
 	// Single use holds for every logged id, whether or not the receipt
 	// verifies: the log logs an id at most once.
-	if first, dup := g.ids[e.kind][e.id]; dup {
+	if first, dup := g.ids[e.kind][e.idHash]; dup {
 		finding(replayCode(e.kind), e.idMember(), fmt.Sprintf("%s %s was already logged at index %d", e.kind, e.id, first),
 			&Evidence{FirstIndex: u64(first)})
 		return out
 	}
-	g.ids[e.kind][e.id] = e.index
+	g.ids[e.kind][e.idHash] = e.index
 	if !e.verified {
 		return out
 	}
@@ -155,7 +185,7 @@ func (g *lineage) apply(e *entryResult, skew time.Duration) []Finding {
 			for _, it := range e.items {
 				if t, ok := g.tombstones[it]; ok {
 					finding(receipts.CodeItemPurged, "manifest", fmt.Sprintf("includes item %s, tombstoned by %s at index %d", it, t.id, t.index),
-						&Evidence{Item: it, TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt, ManifestRoot: e.root})
+						&Evidence{Item: it.String(), TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt, ManifestRoot: e.root})
 					break
 				}
 			}
@@ -172,7 +202,7 @@ func (g *lineage) apply(e *entryResult, skew time.Duration) []Finding {
 	case receipts.KindTombstone:
 		if t, ok := g.tombstones[e.item]; ok {
 			finding(receipts.CodeItemPurged, "item_digest", fmt.Sprintf("item %s was already tombstoned by %s at index %d", e.item, t.id, t.index),
-				&Evidence{Item: e.item, TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt})
+				&Evidence{Item: e.item.String(), TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt})
 		} else {
 			g.tombstones[e.item] = &lineageTombstone{id: e.id, index: e.index, item: e.item, purgedAt: e.purgedAt}
 		}
@@ -216,7 +246,7 @@ func (g *lineage) supersede(c *lineageCompaction, e *entryResult) *lineageFailur
 			&Evidence{CompactionID: target.id, CompactionIndex: u64(target.index), FirstIndex: u64(target.supersededAt)}}
 	}
 	if target.items != nil && e.items != nil {
-		var want, purged []string
+		var want, purged []digest
 		for _, it := range target.items {
 			if _, gone := g.tombstones[it]; gone {
 				purged = append(purged, it)
@@ -229,10 +259,10 @@ func (g *lineage) supersede(c *lineageCompaction, e *entryResult) *lineageFailur
 				target.id, len(target.items), len(purged), len(want), diff), &Evidence{CompactionID: target.id, CompactionIndex: u64(target.index), ManifestRoot: e.root}}
 		}
 		for _, it := range purged {
-			if e.bloom == nil || !e.bloom.Contains(receipts.DigestBytes(it)) {
+			if e.bloom == nil || !e.bloom.Contains(it) {
 				t := g.tombstones[it]
 				return &lineageFailure{"tombstone_bloom_filter_b64", fmt.Sprintf("does not hold item %s, purged since %s", it, target.id),
-					&Evidence{Item: it, TombstoneID: t.id, TombstoneIndex: u64(t.index), CompactionID: target.id, CompactionIndex: u64(target.index)}}
+					&Evidence{Item: it.String(), TombstoneID: t.id, TombstoneIndex: u64(t.index), CompactionID: target.id, CompactionIndex: u64(target.index)}}
 			}
 		}
 	}
@@ -240,7 +270,7 @@ func (g *lineage) supersede(c *lineageCompaction, e *entryResult) *lineageFailur
 	return nil
 }
 
-func firstDifference(want, got []string) string {
+func firstDifference(want, got []digest) string {
 	for i := 0; i < len(want) && i < len(got); i++ {
 		if want[i] != got[i] {
 			return fmt.Sprintf("; item %d is %s, want %s", i, got[i], want[i])
@@ -288,7 +318,7 @@ func (g *lineage) obligations(at time.Time, grace time.Duration) ([]Obligation, 
 				continue
 			}
 			age := at.Unix() - t.purgedAt
-			o := Obligation{Item: t.item, TombstoneID: t.id, TombstoneIndex: t.index, PurgedAt: t.purgedAt,
+			o := Obligation{Item: t.item.String(), TombstoneID: t.id, TombstoneIndex: t.index, PurgedAt: t.purgedAt,
 				CompactionID: c.id, CompactionIndex: c.index, AgeSec: age, Overdue: age > int64(grace/time.Second)}
 			out = append(out, o)
 			if o.Overdue {
@@ -296,7 +326,7 @@ func (g *lineage) obligations(at time.Time, grace time.Duration) ([]Obligation, 
 					Kind: string(receipts.KindCompaction), ID: c.id,
 					Detail: fmt.Sprintf("item %s was tombstoned by %s at index %d (purged_at %s), %s ago, and compaction %s still includes it; the grace period is %s",
 						t.item, t.id, t.index, receipts.FormatTimestamp(time.Unix(t.purgedAt, 0)), formatAge(age), c.id, grace),
-					Evidence: &Evidence{Item: t.item, TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt,
+					Evidence: &Evidence{Item: t.item.String(), TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt,
 						CompactionID: c.id, CompactionIndex: u64(c.index), AgeSec: age}})
 			}
 		}

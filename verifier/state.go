@@ -2,6 +2,8 @@ package verifier
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -12,6 +14,10 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
+
+// idRecord is the size of one id record in a state: 16 bytes of hash, 8 of
+// index.
+const idRecord = 24
 
 // StateVersion is the state_version of an audit state file.
 const StateVersion = "memtrail-audit-state/v1"
@@ -32,7 +38,7 @@ const StateVersion = "memtrail-audit-state/v1"
 //	 "trust_digest": "sha256:…",
 //	 "time_floor": "2026-…Z" | null,
 //	 "counts": {"projections": …, "compactions": …, "tombstones": …, "unparsed": …},
-//	 "ids": {"projection": {"<id>": <index>, …}, "compaction": {…}, "tombstone": {…}},
+//	 "ids": {"projection": "<base64>", "compaction": "<base64>", "tombstone": "<base64>"},
 //	 "compactions": [{"id": …, "index": …, "manifest_root": …, "items": [<digest>, …] | null,
 //	                  "supersedes": …, "superseded_by": …, "superseded_at": …}, …],
 //	 "tombstones": [{"id": …, "index": …, "item": …, "purged_at": …}, …],
@@ -51,7 +57,11 @@ type AuditState struct {
 	TrustDigest string
 	TimeFloor   *time.Time
 	Counts      Counts
-	IDs         map[receipts.Kind]map[string]uint64
+	// IDs holds, for each receipt kind, the single-use ids logged so far
+	// as 24-byte records in log order: the first 16 bytes of the SHA-256
+	// of the id, then the index where it was first logged (uint64, big
+	// endian).
+	IDs         map[receipts.Kind][]byte
 	Compactions []StateCompaction
 	Tombstones  []StateTombstone
 	// FindingCounts and Findings are the receipt and lineage findings of
@@ -80,20 +90,20 @@ type StateTombstone struct {
 }
 
 type stateJSON struct {
-	Version       string                       `json:"state_version"`
-	Origin        string                       `json:"origin"`
-	TreeSize      uint64                       `json:"tree_size"`
-	RootHash      string                       `json:"root_hash"`
-	Checkpoint    string                       `json:"checkpoint"`
-	Range         []string                     `json:"range"`
-	TrustDigest   string                       `json:"trust_digest"`
-	TimeFloor     *string                      `json:"time_floor"`
-	Counts        Counts                       `json:"counts"`
-	IDs           map[string]map[string]uint64 `json:"ids"`
-	Compactions   []StateCompaction            `json:"compactions"`
-	Tombstones    []StateTombstone             `json:"tombstones"`
-	FindingCounts map[string]uint64            `json:"finding_counts"`
-	Findings      []Finding                    `json:"findings"`
+	Version       string            `json:"state_version"`
+	Origin        string            `json:"origin"`
+	TreeSize      uint64            `json:"tree_size"`
+	RootHash      string            `json:"root_hash"`
+	Checkpoint    string            `json:"checkpoint"`
+	Range         []string          `json:"range"`
+	TrustDigest   string            `json:"trust_digest"`
+	TimeFloor     *string           `json:"time_floor"`
+	Counts        Counts            `json:"counts"`
+	IDs           map[string]string `json:"ids"`
+	Compactions   []StateCompaction `json:"compactions"`
+	Tombstones    []StateTombstone  `json:"tombstones"`
+	FindingCounts map[string]uint64 `json:"finding_counts"`
+	Findings      []Finding         `json:"findings"`
 }
 
 // TrustDigest returns the digest of a trust file's canonical form, which a
@@ -127,7 +137,7 @@ var stateNames = func() map[string]bool {
 }()
 
 // checkStateNames checks every member name in exact case, except the keys
-// of ids.<kind> and finding_counts, which are data.
+// of finding_counts, which are data, and of ids, which are receipt kinds.
 func checkStateNames(v *jvalue, path string) error {
 	switch v.kind {
 	case jarray:
@@ -137,7 +147,7 @@ func checkStateNames(v *jvalue, path string) error {
 			}
 		}
 	case jobject:
-		if path == "ids" || strings.HasPrefix(path, "ids.") || path == "finding_counts" {
+		if path == "ids" || path == "finding_counts" {
 			if path == "ids" {
 				for _, m := range v.members {
 					if m.name != string(receipts.KindProjection) && m.name != string(receipts.KindCompaction) && m.name != string(receipts.KindTombstone) {
@@ -231,19 +241,18 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 		}
 		return nil
 	}
-	s.IDs = map[receipts.Kind]map[string]uint64{}
-	for kind, ids := range j.IDs {
-		m := make(map[string]uint64, len(ids))
-		for id, idx := range ids {
-			if !isPrintableID(id) {
-				return nil, bad("ids."+kind, "id %q is not printable ASCII", id)
-			}
-			if err := below("ids."+kind, idx); err != nil {
+	s.IDs = map[receipts.Kind][]byte{}
+	for kind, enc := range j.IDs {
+		b, err := base64.StdEncoding.Strict().DecodeString(enc)
+		if err != nil || len(b)%idRecord != 0 {
+			return nil, bad("ids."+kind, "must be base64 of 24-byte records")
+		}
+		for i := 0; i < len(b); i += idRecord {
+			if err := below("ids."+kind, binary.BigEndian.Uint64(b[i+16:i+idRecord])); err != nil {
 				return nil, err
 			}
-			m[id] = idx
 		}
-		s.IDs[receipts.Kind(kind)] = m
+		s.IDs[receipts.Kind(kind)] = b
 	}
 	for i, c := range s.Compactions {
 		p := fmt.Sprintf("compactions[%d]", i)
@@ -324,7 +333,7 @@ func rootOf(r *compact.Range) []byte {
 // state.
 func (s *AuditState) Marshal() []byte {
 	j := stateJSON{Version: StateVersion, Origin: s.Origin, TreeSize: s.TreeSize, RootHash: b64(s.RootHash), Checkpoint: string(s.Checkpoint),
-		Range: []string{}, TrustDigest: s.TrustDigest, Counts: s.Counts, IDs: map[string]map[string]uint64{},
+		Range: []string{}, TrustDigest: s.TrustDigest, Counts: s.Counts, IDs: map[string]string{},
 		Compactions: s.Compactions, Tombstones: s.Tombstones, FindingCounts: map[string]uint64{}, Findings: s.Findings}
 	for _, h := range s.Range {
 		j.Range = append(j.Range, b64(h))
@@ -334,7 +343,7 @@ func (s *AuditState) Marshal() []byte {
 		j.TimeFloor = &t
 	}
 	for k, ids := range s.IDs {
-		j.IDs[string(k)] = ids
+		j.IDs[string(k)] = base64.StdEncoding.EncodeToString(ids)
 	}
 	for c, n := range s.FindingCounts {
 		j.FindingCounts[string(c)] = n
@@ -366,25 +375,37 @@ func (a *auditor) resume(s *AuditState) error {
 	a.rng = r
 	g := newLineage()
 	for kind, ids := range s.IDs {
-		if g.ids[kind] == nil {
+		m := g.ids[kind]
+		if m == nil {
 			return fmt.Errorf("verifier: saved state: unknown receipt kind %q", kind)
 		}
-		for id, idx := range ids {
-			g.ids[kind][id] = idx
+		for i := 0; i+idRecord <= len(ids); i += idRecord {
+			h := idHash(ids[i : i+16])
+			if _, dup := m[h]; dup {
+				return fmt.Errorf("verifier: saved state: an id of kind %s is listed twice", kind)
+			}
+			m[h] = binary.BigEndian.Uint64(ids[i+16 : i+idRecord])
 		}
 	}
 	cs := append([]StateCompaction(nil), s.Compactions...)
 	sort.Slice(cs, func(i, j int) bool { return cs[i].Index < cs[j].Index })
 	for _, sc := range cs {
-		c := &lineageCompaction{id: sc.ID, index: sc.Index, root: sc.ManifestRoot, items: sc.Items, supersedes: sc.Supersedes,
+		c := &lineageCompaction{id: sc.ID, index: sc.Index, root: sc.ManifestRoot, supersedes: sc.Supersedes,
 			supersededBy: sc.SupersededBy, supersededAt: sc.SupersededAt}
+		if sc.Items != nil {
+			c.items = digestsOf(sc.Items)
+		}
 		g.compactions[c.id] = c
 		for _, it := range c.items {
 			g.itemIn[it] = append(g.itemIn[it], c)
 		}
 	}
 	for _, st := range s.Tombstones {
-		g.tombstones[st.Item] = &lineageTombstone{id: st.ID, index: st.Index, item: st.Item, purgedAt: st.PurgedAt}
+		item := receipts.DigestBytes(st.Item)
+		if _, dup := g.tombstones[item]; dup {
+			return fmt.Errorf("verifier: saved state: item %s is tombstoned twice", st.Item)
+		}
+		g.tombstones[item] = &lineageTombstone{id: st.ID, index: st.Index, item: item, purgedAt: st.PurgedAt}
 	}
 	if s.TimeFloor != nil {
 		g.floor, g.hasFloor = *s.TimeFloor, true
@@ -402,7 +423,24 @@ func (a *auditor) resume(s *AuditState) error {
 // state returns the state after a completed audit.
 func (a *auditor) state(trustDigest string) *AuditState {
 	s := &AuditState{Origin: a.cp.Origin, Checkpoint: a.cp.Raw, TreeSize: a.cp.Size, RootHash: bytes.Clone(a.cp.Hash[:]),
-		TrustDigest: trustDigest, Counts: a.g.counts, IDs: a.g.ids, FindingCounts: map[receipts.Code]uint64{}}
+		TrustDigest: trustDigest, Counts: a.g.counts, IDs: map[receipts.Kind][]byte{}, FindingCounts: map[receipts.Code]uint64{}}
+	type rec struct {
+		h   idHash
+		idx uint64
+	}
+	for kind, m := range a.g.ids {
+		recs := make([]rec, 0, len(m))
+		for h, idx := range m {
+			recs = append(recs, rec{h, idx})
+		}
+		sort.Slice(recs, func(i, j int) bool { return recs[i].idx < recs[j].idx })
+		b := make([]byte, 0, len(recs)*idRecord)
+		for _, r := range recs {
+			b = append(b, r.h[:]...)
+			b = binary.BigEndian.AppendUint64(b, r.idx)
+		}
+		s.IDs[kind] = b
+	}
 	for _, h := range a.rng.Hashes() {
 		s.Range = append(s.Range, bytes.Clone(h))
 	}
@@ -411,12 +449,19 @@ func (a *auditor) state(trustDigest string) *AuditState {
 		s.TimeFloor = &t
 	}
 	for _, c := range a.g.compactions {
-		s.Compactions = append(s.Compactions, StateCompaction{ID: c.id, Index: c.index, ManifestRoot: c.root, Items: c.items,
-			Supersedes: c.supersedes, SupersededBy: c.supersededBy, SupersededAt: c.supersededAt})
+		sc := StateCompaction{ID: c.id, Index: c.index, ManifestRoot: c.root, Supersedes: c.supersedes,
+			SupersededBy: c.supersededBy, SupersededAt: c.supersededAt}
+		if c.items != nil {
+			sc.Items = make([]string, len(c.items))
+			for i, it := range c.items {
+				sc.Items[i] = it.String()
+			}
+		}
+		s.Compactions = append(s.Compactions, sc)
 	}
 	sort.Slice(s.Compactions, func(i, j int) bool { return s.Compactions[i].Index < s.Compactions[j].Index })
 	for _, t := range a.g.tombstones {
-		s.Tombstones = append(s.Tombstones, StateTombstone{ID: t.id, Index: t.index, Item: t.item, PurgedAt: t.purgedAt})
+		s.Tombstones = append(s.Tombstones, StateTombstone{ID: t.id, Index: t.index, Item: t.item.String(), PurgedAt: t.purgedAt})
 	}
 	sort.Slice(s.Tombstones, func(i, j int) bool { return s.Tombstones[i].Index < s.Tombstones[j].Index })
 	for c, n := range a.persistCounts {
