@@ -33,6 +33,7 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -71,6 +72,7 @@ type Server struct {
 	cfg      Config
 	logger   *slog.Logger
 	inflight chan struct{}
+	large    chan struct{} // lanes for parsing large submissions
 }
 
 // New returns a Server for l.
@@ -93,7 +95,8 @@ func New(l *mlog.Log, cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Server{log: l, cfg: cfg, logger: cfg.Logger, inflight: make(chan struct{}, cfg.MaxInFlight)}
+	return &Server{log: l, cfg: cfg, logger: cfg.Logger, inflight: make(chan struct{}, cfg.MaxInFlight),
+		large: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
 }
 
 // Handler returns the HTTP handler of every endpoint.

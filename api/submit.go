@@ -50,7 +50,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	if r.ContentLength > limit {
 		return nil, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "body is " + strconv.FormatInt(r.ContentLength, 10) + " bytes; at most " + strconv.FormatInt(limit, 10) + " are accepted here"}
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	var b []byte
+	var err error
+	if r.ContentLength > 0 {
+		// The size is known: one exact allocation, not a growing buffer.
+		b = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, b)
+	} else {
+		b, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+	}
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
@@ -140,7 +148,7 @@ func (s *Server) submit(ctx context.Context, body []byte, kind receipts.Kind, wa
 // submitOrdered is submit with the lineage ordering of log.SubmitOrdered;
 // decided is closed on every path.
 func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.Kind, wait bool, after <-chan struct{}, decided chan struct{}) (*Accepted, error) {
-	sub, err := receipts.ParseSubmission(body)
+	sub, err := s.parse(ctx, body)
 	if err != nil {
 		forward(after, decided)
 		s.log.Metrics.Refused(kind, receipts.ErrorCode(err))
@@ -171,6 +179,28 @@ func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.K
 		acc.Checkpoint, acc.Proof = string(cp), string(proof)
 	}
 	return acc, nil
+}
+
+// largeBody is the size beyond which a submission is parsed in the large
+// lane. A logged receipt is at most 65,535 bytes, so only compactions with
+// large manifests, and abusive bodies, are larger.
+const largeBody = 64 << 10
+
+// parse parses a submission. Large ones are parsed one lane at a time
+// (half the cores): a client sending megabytes of hostile JSON then takes
+// at most that share of the CPU, and the submissions of everyone else keep
+// their rate.
+func (s *Server) parse(ctx context.Context, body []byte) (*receipts.Submission, error) {
+	if len(body) <= largeBody {
+		return receipts.ParseSubmission(body)
+	}
+	select {
+	case s.large <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.large }()
+	return receipts.ParseSubmission(body)
 }
 
 // acquire takes an in-flight slot: parsed receipts waiting for sequencing

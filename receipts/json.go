@@ -32,6 +32,12 @@ const maxSafeInteger = 1<<53 - 1
 // maxDepth bounds nesting; the deepest receipt shape is five levels.
 const maxDepth = 32
 
+// maxObjectMembers bounds the members of any one object, whatever the
+// caller's maxMembers: every object of every document read here has a
+// closed member set of at most a dozen names, so a larger object is refused
+// at once instead of after hashing up to maxMembers names.
+const maxObjectMembers = 64
+
 type kind uint8
 
 const (
@@ -231,6 +237,9 @@ func (p *parser) object(depth int) (value, error) {
 		// Duplicate names are refused: linear scan for the small objects
 		// receipts are made of, a set for large ones.
 		cur := p.mstack[base:]
+		if len(cur) >= min(p.maxMembers, maxObjectMembers) {
+			return value{}, p.errorf("object has more than " + strconv.Itoa(min(p.maxMembers, maxObjectMembers)) + " members")
+		}
 		if len(cur) < 16 {
 			for i := range cur {
 				if cur[i].name == name {
@@ -250,9 +259,6 @@ func (p *parser) object(depth int) (value, error) {
 				return value{}, p.errorf("duplicate member " + strconv.Quote(name))
 			}
 			seen[name] = struct{}{}
-		}
-		if len(cur) >= p.maxMembers {
-			return value{}, p.errorf("object has more than " + strconv.Itoa(p.maxMembers) + " members")
 		}
 		p.skipSpace()
 		if p.off >= len(p.data) || p.data[p.off] != ':' {
