@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -47,6 +48,11 @@ type Config struct {
 	MaxBatchLines int
 	// MaxBatchBytes caps a /v1/batch body (default 64 MiB).
 	MaxBatchBytes int64
+	// MaxBodyBytes bounds the request body bytes held at once across all
+	// requests, beyond the first 64 KiB of each (default 128 MiB): the
+	// body caps bound one request, this bounds them all. A large body
+	// that would exceed it is refused with 503 and Retry-After.
+	MaxBodyBytes int64
 	// MaxInFlight bounds the projection records parsed and not yet
 	// sequenced, across all requests (default 4096): memory and goroutines
 	// stay bounded however many clients send, while Tessera's batches
@@ -73,6 +79,8 @@ type Server struct {
 	logger   *slog.Logger
 	inflight chan struct{}
 	large    chan struct{} // lanes for parsing large submissions
+	// bodyBytes is the body budget in use (see Config.MaxBodyBytes).
+	bodyBytes atomic.Int64
 }
 
 // New returns a Server for l.
@@ -82,6 +90,9 @@ func New(l *mlog.Log, cfg Config) *Server {
 	}
 	if cfg.MaxBatchBytes == 0 {
 		cfg.MaxBatchBytes = 64 << 20
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 128 << 20
 	}
 	if cfg.MaxInFlight == 0 {
 		cfg.MaxInFlight = 4096

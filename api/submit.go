@@ -43,31 +43,79 @@ func maxBody(kind receipts.Kind) int64 {
 
 // readBody reads at most limit bytes of the body, refusing more with
 // CodeTooLarge without reading the rest. A body that does not arrive
-// within the server's ReadTimeout is refused with 408. Once the body is
-// read, the connection's deadlines are set for the answer (see
-// Config.AnswerTimeout).
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// within the server's ReadTimeout is refused with 408. Beyond its first
+// largeBody bytes, a body takes its size from the budget shared by all
+// requests (Config.MaxBodyBytes), as it arrives; when the budget is spent
+// it is refused with 503 and Retry-After. The caller must call release
+// once it no longer needs the body (release is never nil).
+//
+// Once the body is read, the connection's deadlines are set for the
+// answer (see Config.AnswerTimeout).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, release func(), err error) {
+	var reserved int64
+	release = func() { s.bodyBytes.Add(-reserved) }
+	defer func() {
+		if err != nil {
+			release()
+			body, release = nil, func() {}
+		}
+	}()
+	// grow makes room for a body of n bytes, taking what it needs from the
+	// budget.
+	grow := func(n int64) error {
+		if more := max(0, n-largeBody) - reserved; more > 0 {
+			if s.bodyBytes.Add(more) > s.cfg.MaxBodyBytes {
+				s.bodyBytes.Add(-more)
+				return &httpError{status: http.StatusServiceUnavailable, code: codePushback, detail: "the server holds too many large request bodies; retry after the time in Retry-After"}
+			}
+			reserved += more
+		}
+		return nil
+	}
 	if r.ContentLength > limit {
-		return nil, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "body is " + strconv.FormatInt(r.ContentLength, 10) + " bytes; at most " + strconv.FormatInt(limit, 10) + " are accepted here"}
+		return nil, release, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "body is " + strconv.FormatInt(r.ContentLength, 10) + " bytes; at most " + strconv.FormatInt(limit, 10) + " are accepted here"}
 	}
 	var b []byte
-	var err error
 	if r.ContentLength > 0 {
 		// The size is known: one exact allocation, not a growing buffer.
+		if err := grow(r.ContentLength); err != nil {
+			return nil, release, err
+		}
 		b = make([]byte, r.ContentLength)
 		_, err = io.ReadFull(r.Body, b)
 	} else {
-		b, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+		b = make([]byte, 0, 4096)
+		for {
+			if len(b) == cap(b) {
+				if int64(len(b)) > limit {
+					break
+				}
+				n := min(2*int64(cap(b)), limit+1)
+				if err := grow(n); err != nil {
+					return nil, release, err
+				}
+				b = append(make([]byte, 0, n), b...)
+			}
+			var n int
+			n, err = r.Body.Read(b[len(b):cap(b)])
+			b = b[:len(b)+n]
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				break
+			}
+		}
 	}
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return nil, &httpError{status: http.StatusRequestTimeout, code: codeRequestTimeout, detail: "the request body did not arrive in time"}
+			return nil, release, &httpError{status: http.StatusRequestTimeout, code: codeRequestTimeout, detail: "the request body did not arrive in time"}
 		}
-		return nil, badRequest("couldn't read the request body: " + err.Error())
+		return nil, release, badRequest("couldn't read the request body: " + err.Error())
 	}
 	if int64(len(b)) > limit {
-		return nil, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "body is more than " + strconv.FormatInt(limit, 10) + " bytes"}
+		return nil, release, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "body is more than " + strconv.FormatInt(limit, 10) + " bytes"}
 	}
 	// The request has arrived: from here the answer's own bound applies.
 	// Without this, the server's ReadTimeout would cancel a ?wait=proof
@@ -76,7 +124,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Now().Add(s.cfg.AnswerTimeout))
-	return b, nil
+	return b, release, nil
 }
 
 // checkContentType accepts the given media types (and a missing header,
@@ -119,7 +167,8 @@ func (s *Server) submitHandler(kind receipts.Kind) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		body, err := s.readBody(w, r, maxBody(kind))
+		body, release, err := s.readBody(w, r, maxBody(kind))
+		defer release()
 		if err != nil {
 			s.log.Metrics.Refused(kind, receipts.ErrorCode(err))
 			s.writeError(w, r, err)
@@ -254,7 +303,8 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := s.readBody(w, r, s.cfg.MaxBatchBytes)
+	body, release, err := s.readBody(w, r, s.cfg.MaxBatchBytes)
+	defer release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
