@@ -51,7 +51,7 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 
 // interopFiles writes the interop vector's record, pin, material and
 // policy as the files the command takes.
-func interopFiles(t *testing.T) (dir, record, pins, material, policy string) {
+func vtInteropFiles(t *testing.T) (dir, record, pins, material, policy string) {
 	t.Helper()
 	raw, err := os.ReadFile("../../../shared/vectors/emilia-amem/memory-projection-record.v1.vectors.json")
 	if err != nil {
@@ -73,7 +73,7 @@ func interopFiles(t *testing.T) (dir, record, pins, material, policy string) {
 		writeFile(t, dir, "material.json", v.Projection.Material), writeFile(t, dir, "policy.json", v.Policy)
 }
 
-func reportResult(t *testing.T, out string) string {
+func vtResult(t *testing.T, out string) string {
 	t.Helper()
 	var r struct {
 		Result string `json:"result"`
@@ -85,15 +85,15 @@ func reportResult(t *testing.T, out string) string {
 }
 
 func TestVerifyProjectionCommand(t *testing.T) {
-	dir, record, pins, material, policy := interopFiles(t)
+	dir, record, pins, material, policy := vtInteropFiles(t)
 	reg := filepath.Join(dir, "seen.reg")
 	args := []string{"projection", record, "--adapters", pins, "--material", material, "--policy", policy, "--registry", reg}
 	code, out, errOut := runVerifyCmd(t, args...)
-	if code != 0 || reportResult(t, out) != "VALID" || !strings.Contains(errOut, "VALID") {
+	if code != 0 || vtResult(t, out) != "VALID" || !strings.Contains(errOut, "VALID") {
 		t.Fatalf("first verification: exit %d\n%s\n%s", code, out, errOut)
 	}
 	code, out, _ = runVerifyCmd(t, args...)
-	if code != 1 || reportResult(t, out) != "projection_replay" {
+	if code != 1 || vtResult(t, out) != "projection_replay" {
 		t.Fatalf("second verification: exit %d\n%s", code, out)
 	}
 	// Flags before the record, no material: record only, still valid.
@@ -103,7 +103,7 @@ func TestVerifyProjectionCommand(t *testing.T) {
 	}
 	// A stale trust evaluation is refused.
 	code, out, _ = runVerifyCmd(t, "projection", record, "--adapters", pins, "--policy", policy, "--at", "2026-07-29T18:01:00Z")
-	if code != 1 || reportResult(t, out) != "trust_snapshot_stale" {
+	if code != 1 || vtResult(t, out) != "trust_snapshot_stale" {
 		t.Fatalf("an hour later: exit %d\n%s", code, out)
 	}
 	for name, c := range map[string]struct {
@@ -121,7 +121,7 @@ func TestVerifyProjectionCommand(t *testing.T) {
 		"unknown subcommand":    {[]string{"receipt"}, 2},
 		"help":                  {[]string{"projection", "-h"}, 0},
 		"record not a record":   {[]string{"projection", pins, "--adapters", pins}, 1},
-		"another adapter's key": {[]string{"projection", record, "--adapters", writeFile(t, dir, "other.json", bytes.Replace(mustRead(t, pins), []byte("reference-01"), []byte("reference-02"), 1))}, 1},
+		"another adapter's key": {[]string{"projection", record, "--adapters", writeFile(t, dir, "other.json", bytes.Replace(vtRead(t, pins), []byte("reference-01"), []byte("reference-02"), 1))}, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if code, out, errOut := runVerifyCmd(t, c.args...); code != c.want {
@@ -131,7 +131,7 @@ func TestVerifyProjectionCommand(t *testing.T) {
 	}
 }
 
-func mustRead(t *testing.T, path string) []byte {
+func vtRead(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -146,7 +146,7 @@ func TestVerifyProjectionProcesses(t *testing.T) {
 	if args := os.Getenv("MEMTRAIL_TEST_VERIFY_ARGS"); args != "" {
 		os.Exit(run(strings.Split(args, "\x1f"), os.Stderr))
 	}
-	dir, record, pins, material, policy := interopFiles(t)
+	dir, record, pins, material, policy := vtInteropFiles(t)
 	reg := filepath.Join(dir, "seen.reg")
 	args := strings.Join([]string{"verify", "projection", record, "--adapters", pins, "--material", material, "--policy", policy, "--registry", reg}, "\x1f")
 	const procs = 6
@@ -183,7 +183,7 @@ func TestVerifyProjectionProcesses(t *testing.T) {
 
 func TestVerifyCompactionCommand(t *testing.T) {
 	dir := t.TempDir()
-	raw := mustRead(t, "../../../shared/vectors/eccr-draft/eccr-v1-draft-vector.json")
+	raw := vtRead(t, "../../../shared/vectors/eccr-draft/eccr-v1-draft-vector.json")
 	var v struct {
 		Pub      string          `json:"public_key_hex"`
 		Envelope json.RawMessage `json:"envelope"`
@@ -208,13 +208,13 @@ func TestVerifyCompactionCommand(t *testing.T) {
 	mff := writeFile(t, dir, "m.json", mf.Canonical())
 	spf := writeFile(t, dir, "sp.json", sp.Marshal())
 	code, out, errOut := runVerifyCmd(t, "compaction", cf, "--trust", trust, "--manifest", mff, "--item", items[3].ItemDigest, "--source-proof", spf)
-	if code != 0 || reportResult(t, out) != "VALID" {
+	if code != 0 || vtResult(t, out) != "VALID" {
 		t.Fatalf("valid compaction: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if code, out, _ := runVerifyCmd(t, "compaction", cf, "--trust", trust, "--item", items[2].ItemDigest, "--source-proof", spf); code != 1 || reportResult(t, out) != "source_proof_invalid" {
+	if code, out, _ := runVerifyCmd(t, "compaction", cf, "--trust", trust, "--item", items[2].ItemDigest, "--source-proof", spf); code != 1 || vtResult(t, out) != "source_proof_invalid" {
 		t.Errorf("proof of another item: exit %d\n%s", code, out)
 	}
-	if code, out, _ := runVerifyCmd(t, "compaction", eccr, "--trust", trust); code != 1 || reportResult(t, out) != "key_not_pinned" {
+	if code, out, _ := runVerifyCmd(t, "compaction", eccr, "--trust", trust); code != 1 || vtResult(t, out) != "key_not_pinned" {
 		t.Errorf("draft vector under another trust file: exit %d\n%s", code, out)
 	}
 	for name, args := range map[string][]string{
@@ -230,14 +230,14 @@ func TestVerifyCompactionCommand(t *testing.T) {
 	}
 }
 
-// testLog is a memtrail log with its policy and trust files.
-type testLog struct {
+// vtLog is a memtrail log with its policy and trust files.
+type vtLog struct {
 	dir, policy, trust string
 	l                  *mlog.Log
 	s                  *gen.Signers
 }
 
-func newVerifyTestLog(t *testing.T) *testLog {
+func newVTLog(t *testing.T) *vtLog {
 	t.Helper()
 	dir := t.TempDir()
 	skey, vkey, err := mlog.GenerateLogKey("memtrail.test/verify")
@@ -247,17 +247,17 @@ func newVerifyTestLog(t *testing.T) *testLog {
 	s := gen.Deterministic(23)
 	tr := s.Trust(time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Second))
 	l, err := mlog.Open(context.Background(), mlog.Config{Dir: filepath.Join(dir, "data"), SigningKey: skey, Trust: tr,
-		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Logger: quietLogger()})
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Logger: vtQuietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close(context.Background()) })
-	return &testLog{dir: dir, l: l, s: s,
+	return &vtLog{dir: dir, l: l, s: s,
 		policy: writeFile(t, dir, "log.policy", []byte("log "+vkey+"\nquorum none\n")),
 		trust:  writeFile(t, dir, "trust.json", receipts.MarshalTrust(tr))}
 }
 
-func (tl *testLog) add(t *testing.T, subs ...*receipts.Submission) uint64 {
+func (tl *vtLog) add(t *testing.T, subs ...*receipts.Submission) uint64 {
 	t.Helper()
 	var last uint64
 	for _, sub := range subs {
@@ -275,7 +275,7 @@ func (tl *testLog) add(t *testing.T, subs ...*receipts.Submission) uint64 {
 	return last
 }
 
-func (tl *testLog) projection(t *testing.T, id string) *receipts.Submission {
+func (tl *vtLog) projection(t *testing.T, id string) *receipts.Submission {
 	r, _, err := tl.s.Projection(id, time.Now().UTC(), 2, 40)
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +284,7 @@ func (tl *testLog) projection(t *testing.T, id string) *receipts.Submission {
 }
 
 func TestVerifyProofAndConsistencyCommands(t *testing.T) {
-	tl := newVerifyTestLog(t)
+	tl := newVTLog(t)
 	ctx := context.Background()
 	p0 := tl.projection(t, "urn:p:0")
 	tl.add(t, p0, tl.projection(t, "urn:p:1"))
@@ -304,7 +304,7 @@ func TestVerifyProofAndConsistencyCommands(t *testing.T) {
 		t.Fatalf("proof: exit %d\n%s\n%s", code, out, errOut)
 	}
 	other := writeFile(t, tl.dir, "p1.json", tl.projection(t, "urn:p:x").Receipt.Canonical())
-	if code, out, _ := runVerifyCmd(t, "proof", pf, "--receipt", other, "--policy", tl.policy); code != 1 || reportResult(t, out) != "inclusion_proof_invalid" {
+	if code, out, _ := runVerifyCmd(t, "proof", pf, "--receipt", other, "--policy", tl.policy); code != 1 || vtResult(t, out) != "inclusion_proof_invalid" {
 		t.Errorf("proof of another receipt: exit %d\n%s", code, out)
 	}
 	if code, _, _ := runVerifyCmd(t, "proof", pf, "--policy", tl.policy); code != 2 {
@@ -313,19 +313,19 @@ func TestVerifyProofAndConsistencyCommands(t *testing.T) {
 
 	of := writeFile(t, tl.dir, "old.checkpoint", old)
 	nf := writeFile(t, tl.dir, "new.checkpoint", newer)
-	srv := httptest.NewServer(api.New(tl.l, api.Config{Logger: quietLogger()}).Handler())
+	srv := httptest.NewServer(api.New(tl.l, api.Config{Logger: vtQuietLogger()}).Handler())
 	defer srv.Close()
 	if code, out, errOut := runVerifyCmd(t, "consistency", of, nf, "--policy", tl.policy, "--log", srv.URL); code != 0 {
 		t.Fatalf("consistency from the log: exit %d\n%s\n%s", code, out, errOut)
 	}
 	path, _ := tl.l.ConsistencyProof(ctx, 2, last+1)
-	answer, _ := json.Marshal(api.Consistency{From: 2, To: last + 1, Proof: b64s(path)})
+	answer, _ := json.Marshal(api.Consistency{From: 2, To: last + 1, Proof: vtB64s(path)})
 	cf := writeFile(t, tl.dir, "c.json", answer)
 	if code, out, _ := runVerifyCmd(t, "consistency", of, nf, "--policy", tl.policy, "--proof", cf); code != 0 {
 		t.Fatalf("consistency from a file: exit %d\n%s", code, out)
 	}
 	code, out, errOut := runVerifyCmd(t, "consistency", nf, of, "--policy", tl.policy, "--proof", cf)
-	if code != 1 || reportResult(t, out) != "log_rollback" || !strings.Contains(errOut, "memtrail.test/verify") {
+	if code != 1 || vtResult(t, out) != "log_rollback" || !strings.Contains(errOut, "memtrail.test/verify") {
 		t.Errorf("reversed: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, _, _ := runVerifyCmd(t, "consistency", of, nf, "--policy", tl.policy); code != 2 {
@@ -333,7 +333,7 @@ func TestVerifyProofAndConsistencyCommands(t *testing.T) {
 	}
 }
 
-func b64s(hashes [][]byte) []string {
+func vtB64s(hashes [][]byte) []string {
 	var out []string
 	for _, h := range hashes {
 		out = append(out, base64.StdEncoding.EncodeToString(h))
@@ -342,7 +342,7 @@ func b64s(hashes [][]byte) []string {
 }
 
 func TestVerifyLogCommand(t *testing.T) {
-	tl := newVerifyTestLog(t)
+	tl := newVTLog(t)
 	items := gen.Items("log", 6)
 	c, mf, _ := tl.s.Compaction("urn:c:0", items, "", nil, nil)
 	ts, _ := tl.s.Tombstone("urn:t:0", items[2].ItemDigest, time.Now().Add(-48*time.Hour))
@@ -352,7 +352,7 @@ func TestVerifyLogCommand(t *testing.T) {
 	}
 	subs = append(subs, &receipts.Submission{Receipt: c, Manifest: mf}, &receipts.Submission{Receipt: ts})
 	tl.add(t, subs...)
-	srv := httptest.NewServer(api.New(tl.l, api.Config{Logger: quietLogger()}).Handler())
+	srv := httptest.NewServer(api.New(tl.l, api.Config{Logger: vtQuietLogger()}).Handler())
 	defer srv.Close()
 
 	state := filepath.Join(tl.dir, "audit.state")
@@ -363,10 +363,10 @@ func TestVerifyLogCommand(t *testing.T) {
 	if code != 1 || out != "" || !strings.Contains(errOut, "obligation_overdue") {
 		t.Fatalf("audit: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if reportResult(t, string(mustRead(t, report))) != "obligation_overdue" {
-		t.Errorf("report file = %s", mustRead(t, report))
+	if vtResult(t, string(vtRead(t, report))) != "obligation_overdue" {
+		t.Errorf("report file = %s", vtRead(t, report))
 	}
-	if _, err := verifier.ParseAuditState(mustRead(t, state)); err != nil {
+	if _, err := verifier.ParseAuditState(vtRead(t, state)); err != nil {
 		t.Fatalf("state file: %v", err)
 	}
 	// With a grace of three days it is only open; resumed, nothing new.
@@ -384,7 +384,7 @@ func TestVerifyLogCommand(t *testing.T) {
 	}
 	os.RemoveAll(filepath.Join(data, "manifests"))
 	code, out, _ = runVerifyCmd(t, "log", "--data", data, "--policy", tl.policy, "--trust", tl.trust, "--grace", "72h")
-	if code != 1 || reportResult(t, out) != "manifest_missing" {
+	if code != 1 || vtResult(t, out) != "manifest_missing" {
 		t.Errorf("manifests removed: exit %d\n%s", code, out)
 	}
 	for name, args := range map[string][]string{
@@ -400,4 +400,4 @@ func TestVerifyLogCommand(t *testing.T) {
 	}
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func vtQuietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
