@@ -40,6 +40,8 @@ func runVerifyCmd(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
+// writeFile writes a test input file and returns its path (the witness
+// end-to-end tests use it too).
 func writeFile(t *testing.T, dir, name string, data []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
