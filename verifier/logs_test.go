@@ -27,7 +27,11 @@ func TestMain(m *testing.M) {
 	fs.Set("logtostderr", "false")
 	fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
-	os.Exit(m.Run())
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir) // the log BenchmarkAudit built
+	}
+	os.Exit(code)
 }
 
 // testOrigin names every test log.
