@@ -36,6 +36,9 @@ const (
 	codeInternal         = "internal"
 	codeUnavailable      = "unavailable"
 	codeRequestTimeout   = "request_timeout"
+	codeStorage          = "storage_unavailable"
+	codeManifestCorrupt  = "manifest_corrupt"
+	codeManifestMissing  = "manifest_missing"
 )
 
 // status maps an error to its HTTP status and refusal body. It is the one
@@ -67,6 +70,10 @@ func status(err error) (int, Refusal) {
 	switch {
 	case errors.Is(err, mlog.ErrPushback):
 		return http.StatusServiceUnavailable, Refusal{Code: codePushback, Detail: "the log is overloaded; retry after the time in Retry-After"}
+	case errors.Is(err, mlog.ErrManifestCorrupt):
+		return http.StatusInternalServerError, Refusal{Code: codeManifestCorrupt, Detail: "the stored manifest does not hash to its root, so it is not served; the operator must restore it (memtrail fsck reports it)"}
+	case errors.Is(err, mlog.ErrStorageUnavailable):
+		return http.StatusServiceUnavailable, Refusal{Code: codeStorage, Detail: "the log cannot write to its storage (the server log says why); nothing was logged; retry after the time in Retry-After"}
 	case errors.Is(err, mlog.ErrNotPublished):
 		return http.StatusNotFound, Refusal{Code: codeNotPublished, Detail: err.Error()}
 	case errors.Is(err, mlog.ErrNotFound):

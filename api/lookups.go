@@ -263,6 +263,11 @@ func (s *Server) serveSourceProof(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	raw, err := s.log.Manifests().Get(ctx, c.SourceItemsMerkleRoot)
+	if errors.Is(err, mlog.ErrNotFound) {
+		// The compaction is logged, so its manifest was stored before it:
+		// a missing one is damage, not an unknown id.
+		err = &httpError{status: http.StatusInternalServerError, code: codeManifestMissing, detail: "the log holds compaction " + id + " but not its manifest " + c.SourceItemsMerkleRoot + "; the operator must restore it (memtrail fsck reports it)"}
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -127,6 +127,9 @@ func (ix *indexer) apply(ctx context.Context, first uint64, run []pendingItem) b
 		entries[i] = run[i].e
 	}
 	if err := ix.l.index.Apply(ctx, first, entries); err != nil {
+		// The entries are logged; while the index cannot take them their
+		// claims stay in memory, and a storage failure stops submissions.
+		ix.l.storage.failed(err)
 		ix.mu.Lock()
 		ix.err = err
 		ix.mu.Unlock()

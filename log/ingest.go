@@ -129,6 +129,9 @@ func forwardOrder(after <-chan struct{}, decided chan struct{}) {
 }
 
 func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*Accepted, error) {
+	if err := l.storage.unavailable(); err != nil {
+		return nil, err
+	}
 	if err := l.verify(sub); err != nil {
 		return nil, err
 	}
@@ -257,7 +260,7 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*
 			// Stored (and synced) before the entry can be sequenced, so
 			// every logged compaction has its manifest.
 			if err := l.manifests.Put(ctx, sub.Manifest.Root(), sub.Manifest.Canonical()); err != nil {
-				return fmt.Errorf("couldn't store manifest: %w", err)
+				return l.storage.failed(fmt.Errorf("couldn't store manifest: %w", err))
 			}
 			return nil
 		})
@@ -285,7 +288,7 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*
 			l.Metrics.pushback.Add(1)
 			return nil, fmt.Errorf("log is overloaded: %w", ErrPushback)
 		}
-		return nil, fmt.Errorf("couldn't sequence entry: %w", err)
+		return nil, l.storage.failed(fmt.Errorf("couldn't sequence entry: %w", err))
 	}
 	e.Index = idx.Index
 	if pe != nil {

@@ -85,6 +85,7 @@ type Log struct {
 	lineage   lineage
 	indexer   *indexer
 	proofs    proofCache
+	storage   *storageGuard
 	Metrics   *Metrics
 	logger    *slog.Logger
 
@@ -154,6 +155,12 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 			return nil, fmt.Errorf("log: %w", err)
 		}
 		l.manifests = ms
+	}
+	// A directory the log cannot write is refused here, with a clear
+	// error: Tessera's POSIX driver would panic on its lock file.
+	l.storage = &storageGuard{dirs: storageDirs(cfg), logger: l.logger, metrics: l.Metrics}
+	if err := l.storage.probe(0); err != nil {
+		return nil, fmt.Errorf("log: %w: %w", ErrStorageUnavailable, err)
 	}
 	l.index = cfg.Index
 	if l.index == nil {
@@ -227,6 +234,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("log: %w", err)
 	}
 	l.indexer = newIndexer(l, wm)
+	l.Metrics.indexed.Store(wm)
 	if wm < size {
 		l.logger.Info("catching up the index from the log", "from", wm, "to", size)
 		start := time.Now()
@@ -236,10 +244,14 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		}
 		l.logger.Info("index caught up", "entries", size-wm, "duration", time.Since(start))
 	}
-	l.done.Add(2)
+	l.done.Add(3)
 	go func() {
 		defer l.done.Done()
 		l.indexer.run(runCtx)
+	}()
+	go func() {
+		defer l.done.Done()
+		l.storage.run(runCtx)
 	}()
 	go func() {
 		defer l.done.Done()

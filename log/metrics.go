@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -21,6 +22,9 @@ type Metrics struct {
 
 	pushback    atomic.Uint64
 	indexErrors atomic.Uint64
+	// storageWritable is 1 while the data directory takes writes, 0 while
+	// submissions are refused because it does not (ErrStorageUnavailable).
+	storageWritable atomic.Int64
 	treeSize    atomic.Uint64
 	indexed     atomic.Uint64
 
@@ -73,6 +77,7 @@ func (m *Metrics) TreeSize() uint64 { return m.treeSize.Load() }
 func newMetrics() *Metrics {
 	m := &Metrics{accepted: map[receipts.Kind]uint64{}, refused: map[[2]string]uint64{}, latency: newHistogram(), witnessReqs: map[[2]string]uint64{}}
 	m.witnessed.Store(-1)
+	m.storageWritable.Store(1)
 	return m
 }
 
@@ -87,8 +92,11 @@ func (m *Metrics) observeSubmit(kind receipts.Kind, err error, d time.Duration) 
 	code := string(receipts.ErrorCode(err))
 	if code == "" {
 		code = "internal"
-		if isPushback(err) {
+		switch {
+		case isPushback(err):
 			code = "pushback"
+		case errors.Is(err, ErrStorageUnavailable):
+			code = "storage_unavailable"
 		}
 	}
 	m.refused[[2]string{string(kind), code}]++
@@ -164,6 +172,7 @@ func (m *Metrics) WriteMetrics(w io.Writer, treeSize uint64, checkpointAge time.
 	}
 	fmt.Fprintf(w, "# HELP memtrail_pushback_total Submissions refused because the log was overloaded.\n# TYPE memtrail_pushback_total counter\nmemtrail_pushback_total %d\n", m.pushback.Load())
 	fmt.Fprintf(w, "# HELP memtrail_index_errors_total Failed index transactions (retried).\n# TYPE memtrail_index_errors_total counter\nmemtrail_index_errors_total %d\n", m.indexErrors.Load())
+	fmt.Fprintf(w, "# HELP memtrail_storage_writable Whether the data directory takes writes (1) or submissions are refused because it does not (0).\n# TYPE memtrail_storage_writable gauge\nmemtrail_storage_writable %d\n", m.storageWritable.Load())
 }
 
 // writeWitnessMetrics writes the metrics of witnessing, present only when

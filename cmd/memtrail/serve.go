@@ -177,6 +177,9 @@ func runServe(args []string) error {
 
 	ctx := context.Background()
 	l, err := mlog.Open(ctx, cfg)
+	if errors.Is(err, mlog.ErrStorageUnavailable) {
+		return withHint(err, "memtrail serve writes to "+*dataFlag+": free some space on its file system, or make it writable again")
+	}
 	if err != nil {
 		return withHint(err, "only one memtrail serve may use a data directory at a time; \"memtrail fsck --data "+*dataFlag+"\" checks and repairs it")
 	}
