@@ -25,8 +25,8 @@ type Metrics struct {
 	// storageWritable is 1 while the data directory takes writes, 0 while
 	// submissions are refused because it does not (ErrStorageUnavailable).
 	storageWritable atomic.Int64
-	treeSize    atomic.Uint64
-	indexed     atomic.Uint64
+	treeSize        atomic.Uint64
+	indexed         atomic.Uint64
 
 	cpMu   sync.Mutex
 	cpSize uint64
