@@ -64,3 +64,17 @@ func BenchmarkParseCompaction(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseLeaf parses a canonical record, as an audit reads leaves.
+func BenchmarkParseLeaf(b *testing.B) {
+	v := loadEmilia(b)
+	r, _ := ParseProjectionRecord(v.Projection.Record)
+	in := r.Canonical()
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseReceipt(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

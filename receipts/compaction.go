@@ -54,14 +54,16 @@ func ParseCompaction(data []byte) (*Compaction, error) {
 	if len(data) > MaxCompactionSize {
 		return nil, refuse(CodeTooLarge, "", "ECCR is %d bytes, more than the %d allowed", len(data), MaxCompactionSize)
 	}
-	tree, err := parseJSON(data, 64)
+	doc, err := parseDocument(data, 64)
 	if err != nil {
 		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
 	}
-	return compactionFromTree(&tree)
+	return compactionFromTree(&doc.value, doc)
 }
 
-func compactionFromTree(tree *value) (*Compaction, error) {
+// compactionFromTree decodes tree; doc, if not nil, is the document tree
+// was parsed from.
+func compactionFromTree(tree *value, doc *document) (*Compaction, error) {
 	d := &decoder{code: CodeRecordInvalid}
 	c := &Compaction{}
 	o := d.object(tree, "", compactionMembers, compactionOptional)
@@ -91,7 +93,7 @@ func compactionFromTree(tree *value) (*Compaction, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	c.canonical, c.signed = appendCanonicalPair(make([]byte, 0, 768), make([]byte, 0, 512), tree.members, "signature")
+	c.canonical, c.signed = canonicalPair(doc, tree, "", "signature", 768)
 	return c, nil
 }
 

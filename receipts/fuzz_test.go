@@ -26,7 +26,7 @@ func addJSONSeeds(f *testing.F) {
 			}
 		}
 	}
-	for _, s := range []string{`{"a":1,"a":2}`, `{"a":"\ud800"}`, `[1e1000]`, `-0`, `{"a":9007199254740993}`, "\"\xff\"", `{"\u00e9":"\ud83d\ude00"}`} {
+	for _, s := range []string{`{"a":1,"b":2}`, `{"b":1,"a":2}`, `{"a":"\u001f","b":"\u0020","c":"\/","d":"\u001F","e":"\n","f":"\u000a"}`, `{"a":{"y":1,"x":2}}`, `{"only":true}`, `{"a":1,"a":2}`, `{"a":"\ud800"}`, `[1e1000]`, `-0`, `{"a":9007199254740993}`, "\"\xff\"", `{"\u00e9":"\ud83d\ude00"}`} {
 		f.Add([]byte(s))
 	}
 }
@@ -45,6 +45,24 @@ func FuzzCanonical(f *testing.F) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("canonical(%q) = %q, reference %q", in, got, want)
+		}
+		// The parser's claim that an input is already canonical must hold
+		// exactly: then the input bytes serve as the canonical bytes.
+		doc, err := parseDocument(in, 1<<12)
+		if err != nil {
+			t.Fatalf("parseDocument refused what parseJSON accepted: %v", err)
+		}
+		if doc.canonical != bytes.Equal(in, got) {
+			t.Fatalf("canonical = %v for %q (JCS %q)", doc.canonical, in, got)
+		}
+		if doc.canonical && doc.kind == kindObject {
+			for _, omit := range doc.members {
+				full, partial := canonicalPair(doc, &doc.value, "P", omit.name, 0)
+				wantFull, wantPartial := appendCanonicalPair(nil, []byte("P"), doc.members, omit.name)
+				if !bytes.Equal(full, wantFull) || !bytes.Equal(partial, wantPartial) {
+					t.Fatalf("canonicalPair without %q = %q, %q; want %q, %q", omit.name, full, partial, wantFull, wantPartial)
+				}
+			}
 		}
 		v2, err := parseJSON(got, 1<<12)
 		if err != nil {

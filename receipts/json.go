@@ -113,7 +113,18 @@ type parser struct {
 	// container closes.
 	mstack []member
 	vstack []value
+
+	// nonCanonical is set when the input differs from the JCS form of the
+	// tree: whitespace, members out of order, or escapes JCS would not
+	// write. While it stays false the input bytes are the canonical bytes.
+	nonCanonical bool
+	// spans are the byte ranges of the top-level object's members, from a
+	// member name's opening quote to the end of its value.
+	spans []span
 }
+
+// span is a byte range [start, end).
+type span struct{ start, end int }
 
 // scratch holds a parser's stacks between parses: allocating them for
 // every receipt was a tenth of the parse time of an audit.
@@ -131,6 +142,25 @@ var scratchPool = sync.Pool{New: func() any { return &scratch{mstack: make([]mem
 // surrounded by whitespace). maxMembers caps the members of any one object
 // and the elements of any one array.
 func parseJSON(data []byte, maxMembers int) (value, error) {
+	d, err := parseDocument(data, maxMembers)
+	if err != nil {
+		return value{}, err
+	}
+	return d.value, nil
+}
+
+// A document is a parsed input and what the parser learned about its bytes.
+type document struct {
+	value
+	raw       []byte // the parser's private copy of the input
+	canonical bool   // raw is exactly the JCS form of value
+	spans     []span // of the top-level members in raw, in member order (when value is an object)
+}
+
+// parseDocument is parseJSON keeping the input bytes and whether they are
+// already canonical: log leaves always are, and then the canonical and
+// signed bytes are cut from them instead of being encoded again.
+func parseDocument(data []byte, maxMembers int) (*document, error) {
 	// Strings without escapes are views into one private copy of the input
 	// rather than one allocation each; the copy keeps the tree independent
 	// of the caller's buffer.
@@ -152,13 +182,48 @@ func parseJSON(data []byte, maxMembers int) (value, error) {
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
-		return value{}, err
+		return nil, err
 	}
 	p.skipSpace()
 	if p.off != len(p.data) {
-		return value{}, p.errorf("unexpected data after the top-level value")
+		return nil, p.errorf("unexpected data after the top-level value")
 	}
-	return v, nil
+	return &document{value: v, raw: data, canonical: !p.nonCanonical, spans: p.spans}, nil
+}
+
+// canonicalPair returns JCS(v) and prefix || JCS(v without member omit),
+// where v is d's top-level value or, when d is nil or not canonical, tree.
+// From a canonical document both are cut from its bytes.
+func canonicalPair(d *document, tree *value, prefix, omit string, sizeHint int) (full, partial []byte) {
+	if d != nil && d.canonical && tree == &d.value && len(d.spans) == len(tree.members) {
+		k := -1
+		for i := range tree.members {
+			if tree.members[i].name == omit {
+				k = i
+			}
+		}
+		partial = make([]byte, 0, len(prefix)+len(d.raw))
+		partial = append(partial, prefix...)
+		switch {
+		case k < 0:
+			partial = append(partial, d.raw...)
+		case len(d.spans) == 1:
+			partial = append(partial, "{}"...)
+		case k == 0:
+			// The member and the comma after it.
+			partial = append(partial, d.raw[:d.spans[0].start]...)
+			partial = append(partial, d.raw[d.spans[1].start:]...)
+		default:
+			// The comma before the member and the member.
+			partial = append(partial, d.raw[:d.spans[k-1].end]...)
+			partial = append(partial, d.raw[d.spans[k].end:]...)
+		}
+		return d.raw, partial
+	}
+	full = make([]byte, 0, sizeHint)
+	partial = make([]byte, 0, len(prefix)+sizeHint)
+	partial = append(partial, prefix...)
+	return appendCanonicalPair(full, partial, tree.members, omit)
 }
 
 func (p *parser) errorf(msg string) error {
@@ -170,6 +235,7 @@ func (p *parser) skipSpace() {
 		switch p.data[p.off] {
 		case ' ', '\t', '\n', '\r':
 			p.off++
+			p.nonCanonical = true
 		default:
 			return
 		}
@@ -240,6 +306,9 @@ func (p *parser) object(depth int) (value, error) {
 		if len(cur) >= min(p.maxMembers, maxObjectMembers) {
 			return value{}, p.errorf("object has more than " + strconv.Itoa(min(p.maxMembers, maxObjectMembers)) + " members")
 		}
+		if len(cur) > 0 && !p.nonCanonical && !lessUTF16(cur[len(cur)-1].name, name) {
+			p.nonCanonical = true // out of JCS order
+		}
 		if len(cur) < 16 {
 			for i := range cur {
 				if cur[i].name == name {
@@ -269,6 +338,9 @@ func (p *parser) object(depth int) (value, error) {
 		val, err := p.value(depth)
 		if err != nil {
 			return value{}, err
+		}
+		if depth == 1 {
+			p.spans = append(p.spans, span{start: start, end: p.off})
 		}
 		p.mstack = append(p.mstack, member{name: name, val: val})
 		p.skipSpace()
@@ -430,9 +502,13 @@ func (p *parser) stringSlow(start int) (string, error) {
 			}
 			e := p.data[p.off+1]
 			switch e {
-			case '"', '\\', '/':
+			case '"', '\\':
 				buf = append(buf, e)
 				p.off += 2
+			case '/':
+				buf = append(buf, e)
+				p.off += 2
+				p.nonCanonical = true // JCS writes '/' as is
 			case 'b':
 				buf = append(buf, '\b')
 				p.off += 2
@@ -452,6 +528,11 @@ func (p *parser) stringSlow(start int) (string, error) {
 				r, ok := p.hex4(p.off + 2)
 				if !ok {
 					return "", p.errorf("invalid \\u escape")
+				}
+				// JCS writes \u00xx, lowercase, only for the controls
+				// without a short form.
+				if r >= 0x20 || r == '\b' || r == '\t' || r == '\n' || r == '\f' || r == '\r' || hasUpperHex(p.data[p.off+2:p.off+6]) {
+					p.nonCanonical = true
 				}
 				p.off += 6
 				switch {
@@ -515,6 +596,15 @@ func (p *parser) hex4(at int) (rune, bool) {
 		}
 	}
 	return r, true
+}
+
+func hasUpperHex(b []byte) bool {
+	for _, c := range b {
+		if c >= 'A' && c <= 'F' {
+			return true
+		}
+	}
+	return false
 }
 
 // isNoncharacter reports whether r is a Unicode noncharacter, which I-JSON

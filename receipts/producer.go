@@ -101,7 +101,7 @@ func NewProjection(in *ProjectionInput, priv ed25519.PrivateKey) (*ProjectionRec
 		m("key_id", vstr(in.KeyID)),
 		m("signature_b64u", vstr(EncodeB64u(sig))),
 	)))
-	r, err := projectionFromTree(&record, 1024+len(projection)+len(in.Fragments)*400)
+	r, err := projectionFromTree(&record, nil, 1024+len(projection)+len(in.Fragments)*400)
 	if err != nil {
 		return nil, nil, fmt.Errorf("receipts: producer built an invalid record: %w", err)
 	}

@@ -144,14 +144,16 @@ func ParseProjectionRecord(data []byte) (*ProjectionRecord, error) {
 	if len(data) > MaxProjectionRecordSize {
 		return nil, refuse(CodeTooLarge, "", "record is %d bytes, more than the %d allowed", len(data), MaxProjectionRecordSize)
 	}
-	tree, err := parseJSON(data, MaxDelivered)
+	doc, err := parseDocument(data, MaxDelivered)
 	if err != nil {
 		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
 	}
-	return projectionFromTree(&tree, len(data))
+	return projectionFromTree(&doc.value, doc, len(data))
 }
 
-func projectionFromTree(tree *value, sizeHint int) (*ProjectionRecord, error) {
+// projectionFromTree decodes tree; doc, if not nil, is the document tree
+// was parsed from, whose bytes may already be canonical.
+func projectionFromTree(tree *value, doc *document, sizeHint int) (*ProjectionRecord, error) {
 	d := &decoder{code: CodeRecordInvalid}
 	r := &ProjectionRecord{}
 	top := d.object(tree, "", projectionMembers, nil)
@@ -256,10 +258,7 @@ func projectionFromTree(tree *value, sizeHint int) (*ProjectionRecord, error) {
 		}
 	}
 
-	signed := make([]byte, 0, len(projectionDomain)+1+sizeHint)
-	signed = append(signed, projectionDomain...)
-	signed = append(signed, 0)
-	r.canonical, r.signed = appendCanonicalPair(make([]byte, 0, sizeHint), signed, tree.members, "proof")
+	r.canonical, r.signed = canonicalPair(doc, tree, projectionDomain+"\x00", "proof", sizeHint)
 	return r, nil
 }
 

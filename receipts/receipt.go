@@ -42,30 +42,30 @@ func ParseReceipt(data []byte) (Receipt, error) {
 	if len(data) > MaxProjectionRecordSize {
 		return nil, refuse(CodeTooLarge, "", "receipt is %d bytes, more than the %d allowed", len(data), MaxProjectionRecordSize)
 	}
-	tree, err := parseJSON(data, MaxDelivered)
+	doc, err := parseDocument(data, MaxDelivered)
 	if err != nil {
 		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
 	}
-	return receiptFromTree(&tree, len(data))
+	return receiptFromTree(&doc.value, doc, len(data))
 }
 
-func receiptFromTree(tree *value, size int) (Receipt, error) {
+func receiptFromTree(tree *value, doc *document, size int) (Receipt, error) {
 	if tree.kind != kindObject {
 		return nil, refuse(CodeRecordInvalid, "", "a receipt is a JSON object")
 	}
 	switch {
 	case has(tree, "@version"):
-		return projectionFromTree(tree, size)
+		return projectionFromTree(tree, doc, size)
 	case has(tree, "eccr_version"):
 		if size > MaxCompactionSize {
 			return nil, refuse(CodeTooLarge, "", "ECCR is %d bytes, more than the %d allowed", size, MaxCompactionSize)
 		}
-		return compactionFromTree(tree)
+		return compactionFromTree(tree, doc)
 	case has(tree, "tombstone_version"):
 		if size > MaxTombstoneSize {
 			return nil, refuse(CodeTooLarge, "", "tombstone is %d bytes, more than the %d allowed", size, MaxTombstoneSize)
 		}
-		return tombstoneFromTree(tree)
+		return tombstoneFromTree(tree, doc)
 	}
 	return nil, refuse(CodeRecordInvalid, "", "not a receipt: no \"@version\", \"eccr_version\" or \"tombstone_version\" member")
 }
@@ -93,17 +93,18 @@ func ParseSubmission(data []byte) (*Submission, error) {
 	if len(data) > MaxSubmissionSize {
 		return nil, refuse(CodeTooLarge, "", "submission is %d bytes, more than the %d allowed", len(data), MaxSubmissionSize)
 	}
-	tree, err := parseJSON(data, MaxManifestItems)
+	doc, err := parseDocument(data, MaxManifestItems)
 	if err != nil {
 		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
 	}
-	if tree.kind == kindObject && has(&tree, "eccr") {
+	tree := &doc.value
+	if tree.kind == kindObject && has(tree, "eccr") {
 		d := &decoder{code: CodeRecordInvalid}
-		top := d.object(&tree, "", []string{"eccr", "manifest"}, nil)
+		top := d.object(tree, "", []string{"eccr", "manifest"}, nil)
 		if d.err != nil {
 			return nil, d.err
 		}
-		c, err := compactionFromTree(d.member(top, "eccr"))
+		c, err := compactionFromTree(d.member(top, "eccr"), nil)
 		if err != nil {
 			e := err.(*Error)
 			e.Member = join("eccr", e.Member)
@@ -118,13 +119,13 @@ func ParseSubmission(data []byte) (*Submission, error) {
 		}
 		return &Submission{Receipt: c, Manifest: mf}, nil
 	}
-	if tree.kind == kindObject && has(&tree, "eccr_version") {
+	if tree.kind == kindObject && has(tree, "eccr_version") {
 		return nil, refuse(CodeRecordInvalid, "", "a compaction is submitted as {\"eccr\": …, \"manifest\": …}")
 	}
 	if len(data) > MaxProjectionRecordSize {
 		return nil, refuse(CodeTooLarge, "", "receipt is %d bytes, more than the %d allowed", len(data), MaxProjectionRecordSize)
 	}
-	r, err := receiptFromTree(&tree, len(data))
+	r, err := receiptFromTree(&doc.value, doc, len(data))
 	if err != nil {
 		return nil, err
 	}

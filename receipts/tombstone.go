@@ -42,14 +42,16 @@ func ParseTombstone(data []byte) (*Tombstone, error) {
 	if len(data) > MaxTombstoneSize {
 		return nil, refuse(CodeTooLarge, "", "tombstone is %d bytes, more than the %d allowed", len(data), MaxTombstoneSize)
 	}
-	tree, err := parseJSON(data, 64)
+	doc, err := parseDocument(data, 64)
 	if err != nil {
 		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
 	}
-	return tombstoneFromTree(&tree)
+	return tombstoneFromTree(&doc.value, doc)
 }
 
-func tombstoneFromTree(tree *value) (*Tombstone, error) {
+// tombstoneFromTree decodes tree; doc, if not nil, is the document tree
+// was parsed from.
+func tombstoneFromTree(tree *value, doc *document) (*Tombstone, error) {
 	d := &decoder{code: CodeRecordInvalid}
 	t := &Tombstone{}
 	o := d.object(tree, "", tombstoneMembers, nil)
@@ -65,7 +67,7 @@ func tombstoneFromTree(tree *value) (*Tombstone, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	t.canonical, t.signed = appendCanonicalPair(make([]byte, 0, 384), make([]byte, 0, 256), tree.members, "signature")
+	t.canonical, t.signed = canonicalPair(doc, tree, "", "signature", 384)
 	return t, nil
 }
 
