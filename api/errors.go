@@ -39,6 +39,7 @@ const (
 	codeStorage          = "storage_unavailable"
 	codeManifestCorrupt  = "manifest_corrupt"
 	codeManifestMissing  = "manifest_missing"
+	codeTileDamaged      = "tile_damaged"
 )
 
 // status maps an error to its HTTP status and refusal body. It is the one
@@ -72,6 +73,8 @@ func status(err error) (int, Refusal) {
 		return http.StatusServiceUnavailable, Refusal{Code: codePushback, Detail: "the log is overloaded; retry after the time in Retry-After"}
 	case errors.Is(err, mlog.ErrManifestCorrupt):
 		return http.StatusInternalServerError, Refusal{Code: codeManifestCorrupt, Detail: "the stored manifest does not hash to its root, so it is not served; the operator must restore it (memtrail fsck reports it)"}
+	case errors.Is(err, mlog.ErrTileDamaged):
+		return http.StatusInternalServerError, Refusal{Code: codeTileDamaged, Detail: "a stored tile is damaged, so nothing is built from it; the operator must repair it (memtrail fsck)"}
 	case errors.Is(err, mlog.ErrStorageUnavailable):
 		return http.StatusServiceUnavailable, Refusal{Code: codeStorage, Detail: "the log cannot write to its storage (the server log says why); nothing was logged; retry after the time in Retry-After"}
 	case errors.Is(err, mlog.ErrNotPublished):

@@ -2,7 +2,9 @@ package api
 
 import (
 	"compress/gzip"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	mlog "github.com/memtrail/memtrail/log"
 	"github.com/transparency-dev/tessera/api/layout"
 )
 
@@ -60,6 +63,23 @@ func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
 	s.serveStatic(w, r, layout.TilePath(level, index, partial), partial, false)
 }
 
+// checkStatic refuses to serve a tile or bundle whose bytes cannot be what
+// the log wrote (see mlog.ErrTileDamaged): clients would reject it anyway,
+// and the operator needs to know.
+func checkStatic(b []byte, partial uint8, entries bool) error {
+	if entries {
+		return mlog.CheckEntryBundle(b, partial)
+	}
+	want := layout.TileWidth
+	if partial > 0 {
+		want = int(partial)
+	}
+	if len(b) != want*sha256.Size {
+		return fmt.Errorf("%w: a tile of width %d is %d bytes", mlog.ErrTileDamaged, want, len(b))
+	}
+	return nil
+}
+
 func (s *Server) serveEntries(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimPrefix(r.URL.Path, "/tile/entries/")
 	index, partial, err := layout.ParseTileIndexPartial(p)
@@ -78,6 +98,11 @@ func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request, rel string,
 	}
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if err := checkStatic(b, partial, compress); err != nil {
+		s.logger.Error("not serving a damaged tile: memtrail fsck --repair rewrites tiles from the entries", "path", rel, "error", err)
+		writeJSON(w, http.StatusInternalServerError, Refusal{Code: codeTileDamaged, Detail: "the stored /" + rel + " is damaged, so it is not served; the operator must repair it (memtrail fsck)"})
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")

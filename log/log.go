@@ -171,6 +171,11 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		l.index = idx
 	}
 
+	if err := checkRightEdge(ctx, filepath.Join(cfg.Dir, tilesDir)); err != nil {
+		l.index.Close()
+		return nil, fmt.Errorf("log: %w", err)
+	}
+
 	pcfg := posix.Config{Path: filepath.Join(cfg.Dir, tilesDir)}
 	if cfg.Witnesses != nil {
 		pcfg.HTTPClient = newWitnessClient(cfg.Witnesses, l.Metrics)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,13 +97,18 @@ func (l *Log) proofBuilder(ctx context.Context, size uint64, f func(pb *client.P
 	l.proofs.mu.Lock()
 	defer l.proofs.mu.Unlock()
 	if l.proofs.pb == nil || l.proofs.size != size {
-		pb, err := client.NewProofBuilder(ctx, size, l.reader.ReadTile)
+		pb, err := client.NewProofBuilder(ctx, size, l.readTile)
 		if err != nil {
 			return fmt.Errorf("couldn't build proofs at size %d: %w", size, err)
 		}
 		l.proofs.pb, l.proofs.size = pb, size
 	}
-	return f(l.proofs.pb)
+	err := f(l.proofs.pb)
+	if err != nil && !errors.Is(err, ErrTileDamaged) && strings.Contains(err.Error(), ErrTileDamaged.Error()) {
+		// Tessera's proof builder formats the fetch error with %v.
+		err = fmt.Errorf("%w: %w", ErrTileDamaged, err)
+	}
+	return err
 }
 
 // InclusionProof returns the C2SP tlog-proof of the entry at index against

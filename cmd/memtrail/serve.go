@@ -180,6 +180,9 @@ func runServe(args []string) error {
 	if errors.Is(err, mlog.ErrStorageUnavailable) {
 		return withHint(err, "memtrail serve writes to "+*dataFlag+": free some space on its file system, or make it writable again")
 	}
+	if errors.Is(err, mlog.ErrTileDamaged) {
+		return withHint(err, "run \"memtrail fsck --data "+*dataFlag+" --repair\": it rewrites damaged tiles from the entries, and says what it cannot repair")
+	}
 	if err != nil {
 		return withHint(err, "only one memtrail serve may use a data directory at a time; \"memtrail fsck --data "+*dataFlag+"\" checks and repairs it")
 	}
