@@ -184,7 +184,7 @@ func runServe(args []string) error {
 		return withHint(err, "run \"memtrail fsck --data "+*dataFlag+" --repair\": it rewrites damaged tiles from the entries, and says what it cannot repair")
 	}
 	if err != nil {
-		return withHint(err, "only one memtrail serve may use a data directory at a time; \"memtrail fsck --data "+*dataFlag+"\" checks and repairs it")
+		return withHint(err, "\"memtrail fsck --data "+*dataFlag+"\" says what is wrong, and with --repair rebuilds the index from the log; only one memtrail serve may use a data directory at a time")
 	}
 	fmt.Println(vkey)
 
