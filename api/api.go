@@ -79,6 +79,7 @@ type Server struct {
 	logger   *slog.Logger
 	inflight chan struct{}
 	large    chan struct{} // lanes for parsing large submissions
+	cpu      chan struct{} // a lane per core for parsing the others
 	// bodyBytes is the body budget in use (see Config.MaxBodyBytes).
 	bodyBytes atomic.Int64
 }
@@ -107,7 +108,7 @@ func New(l *mlog.Log, cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	return &Server{log: l, cfg: cfg, logger: cfg.Logger, inflight: make(chan struct{}, cfg.MaxInFlight),
-		large: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
+		large: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)), cpu: make(chan struct{}, runtime.GOMAXPROCS(0))}
 }
 
 // Handler returns the HTTP handler of every endpoint.

@@ -241,6 +241,14 @@ const largeBody = 64 << 10
 // their rate.
 func (s *Server) parse(ctx context.Context, body []byte) (*receipts.Submission, error) {
 	if len(body) <= largeBody {
+		// Parsing is CPU-bound: one per core at a time keeps the runnable
+		// goroutines few, whatever the number of requests.
+		select {
+		case s.cpu <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-s.cpu }()
 		return receipts.ParseSubmission(body)
 	}
 	select {

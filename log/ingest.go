@@ -132,7 +132,17 @@ func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*
 	if err := l.storage.unavailable(); err != nil {
 		return nil, err
 	}
-	if err := l.verify(sub); err != nil {
+	// Verification is CPU-bound: at most one per core runs at a time, so
+	// however many submissions wait, few goroutines are runnable and
+	// Tessera's sequencer is not starved of CPU behind them.
+	select {
+	case l.cpu <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	err := l.verify(sub)
+	<-l.cpu
+	if err != nil {
 		return nil, err
 	}
 	r := sub.Receipt

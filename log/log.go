@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +82,8 @@ type Log struct {
 	manifests ManifestStore
 	trust     atomic.Pointer[receipts.Trust]
 	claims    claims
-	seen      *seenFilter // nil when the index cannot list its ids
+	cpu       chan struct{} // a slot per core for verification
+	seen      *seenFilter   // nil when the index cannot list its ids
 	lineage   lineage
 	indexer   *indexer
 	proofs    proofCache
@@ -146,6 +148,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	l.trust.Store(trust)
 	l.claims.m = make(map[claimKey]*claim)
+	l.cpu = make(chan struct{}, runtime.GOMAXPROCS(0))
 	l.lineage.init()
 
 	l.manifests = cfg.Manifests

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,9 +87,20 @@ func runBench(args []string) error {
 	batchAgeFlag := fs.Duration("batch-age", 50*time.Millisecond, "sequencing batch age of the started log and of raw")
 	checkpointFlag := fs.Duration("checkpoint-interval", 250*time.Millisecond, "checkpoint interval of the started log")
 	jsonFlag := fs.Bool("json", false, "also write results as JSON lines")
+	cpuprofileFlag := fs.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
 	prefillFlag := fs.Int("prefill", 0, "first append this many signed receipts to the started log (its index catches up at start)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
+	}
+	if *cpuprofileFlag != "" {
+		f, err := os.Create(*cpuprofileFlag)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	modes := strings.Split(*modesFlag, ",")
 	for _, m := range modes {
