@@ -67,7 +67,7 @@ type Entry struct {
 }
 
 func (s *Server) entry(ctx context.Context, kind receipts.Kind, id string) (*Entry, error) {
-	idx, err := s.log.Index().LookupID(ctx, kind, id)
+	idx, err := s.log.LookupID(ctx, kind, id)
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,23 @@ func (c *claims) failed(k claimKey, cl *claim, err error) {
 	c.mu.Unlock()
 }
 
+// loggedAt returns the index where a claimed id was logged, if its claim
+// is resolved as logged (and not yet forgotten).
+func (c *claims) loggedAt(k claimKey) (uint64, bool) {
+	c.mu.Lock()
+	cl, ok := c.m[k]
+	c.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	select {
+	case <-cl.done:
+		return cl.idx, cl.err == nil
+	default:
+		return 0, false
+	}
+}
+
 // forget drops the claims of ids the index now holds.
 func (c *claims) forget(keys []claimKey) {
 	c.mu.Lock()

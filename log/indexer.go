@@ -206,7 +206,8 @@ func (ix *indexer) drain(ctx context.Context) error {
 		if n == 0 {
 			return nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if time.Now().After(deadline) || ctx.Err() != nil || ix.l.storage.unavailable() != nil && err != nil {
+			// (With the storage unavailable, waiting is futile.)
 			return fmt.Errorf("couldn't index %d entries before closing (they will be indexed from the log at the next start): %v", n, err)
 		}
 		select {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	fmtlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/tessera"
@@ -173,6 +174,20 @@ func (l *Log) WaitPublished(ctx context.Context, index uint64) ([]byte, error) {
 		return nil, fmt.Errorf("couldn't wait for publication: %w", err)
 	}
 	return cp, nil
+}
+
+// LookupID returns the index where id was logged for kind: from the index
+// or, for an entry sequenced but not yet indexed (the index trails the log,
+// and cannot take entries at all while the disk is full), from the claim
+// that logged it. It returns an error wrapping ErrNotFound otherwise.
+func (l *Log) LookupID(ctx context.Context, kind receipts.Kind, id string) (uint64, error) {
+	idx, err := l.index.LookupID(ctx, kind, id)
+	if errors.Is(err, ErrNotFound) {
+		if at, ok := l.claims.loggedAt(claimKey{kind: kind, id: id}); ok {
+			return at, nil
+		}
+	}
+	return idx, err
 }
 
 // ReadLeaf returns the logged bytes of the entry at index.
