@@ -167,11 +167,15 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	l.index = cfg.Index
 	if l.index == nil {
-		idx, err := OpenSQLiteIndex(filepath.Join(cfg.Dir, "index.db"))
+		path := filepath.Join(cfg.Dir, "index.db")
+		idx, err := OpenSQLiteIndex(path)
 		if err != nil {
 			return nil, fmt.Errorf("log: %w", err)
 		}
 		l.index = idx
+		if fi, err := os.Stat(path); err == nil {
+			l.storage.indexPath, l.storage.indexFile = path, fi
+		}
 	}
 
 	if err := checkRightEdge(ctx, filepath.Join(cfg.Dir, tilesDir)); err != nil {
@@ -292,7 +296,15 @@ func (l *Log) abort() {
 // sequenced and indexed, and closes the index.
 func (l *Log) Close(ctx context.Context) error {
 	var errs []error
-	if err := l.shutdown(ctx); err != nil {
+	if uerr := l.storage.unavailable(); uerr != nil {
+		// Every acknowledged entry is durable, but no checkpoint can be
+		// published to cover the last ones: stop the appender without
+		// waiting for one (the next start publishes it).
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		l.shutdown(cctx)
+		errs = append(errs, fmt.Errorf("closed without publishing a checkpoint of the last entries (they are durable; the next start publishes it): %w", uerr))
+	} else if err := l.shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("couldn't shut down appender: %w", err))
 	}
 	if err := l.indexer.drain(ctx); err != nil {

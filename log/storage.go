@@ -62,11 +62,21 @@ const (
 	probeSize = 1 << 20
 )
 
+// errIndexGone is the probe's failure when the embedded index's file was
+// removed or replaced under the running log: its connections no longer
+// agree on one database, so submissions stop until a restart rebuilds the
+// index from the log.
+var errIndexGone = errors.New("the index file was removed or replaced while the log was running; restart memtrail serve to rebuild it from the log")
+
 // storageGuard keeps track of whether the data directory is writable.
 type storageGuard struct {
 	dirs    []string
 	logger  *slog.Logger
 	metrics *Metrics
+	// indexPath is the embedded index's file and indexFile what it was at
+	// the start (nil with another Index).
+	indexPath string
+	indexFile os.FileInfo
 
 	mu    sync.Mutex
 	err   error // the failure that made the storage unavailable; nil when it is writable
@@ -103,7 +113,7 @@ func (g *storageGuard) degrade(err error) {
 	}
 	g.err, g.since = err, time.Now()
 	g.metrics.storageWritable.Store(0)
-	g.logger.Error("the data directory is not writable: refusing submissions until it is (free space, or make it writable again); reads go on", "error", err)
+	g.logger.Error("refusing submissions: the log cannot write to its data directory (free space, make it writable, or as the error says); reads go on", "error", err)
 }
 
 func (g *storageGuard) recover() {
@@ -112,7 +122,7 @@ func (g *storageGuard) recover() {
 	if g.err == nil {
 		return
 	}
-	g.logger.Info("the data directory is writable again: accepting submissions", "unavailable_for", time.Since(g.since).Round(time.Millisecond))
+	g.logger.Info("accepting submissions: the log can write to its data directory again", "unavailable_for", time.Since(g.since).Round(time.Millisecond))
 	g.err = nil
 	g.metrics.storageWritable.Store(1)
 }
@@ -120,6 +130,11 @@ func (g *storageGuard) recover() {
 // probe checks that every directory of the log takes a new file of size
 // bytes. The file is not synced: space is reserved when it is written.
 func (g *storageGuard) probe(size int) error {
+	if g.indexFile != nil {
+		if fi, err := os.Stat(g.indexPath); err != nil || !os.SameFile(fi, g.indexFile) {
+			return fmt.Errorf("%s: %w", g.indexPath, errIndexGone)
+		}
+	}
 	buf := make([]byte, size)
 	for _, dir := range g.dirs {
 		f, err := os.CreateTemp(dir, ".probe-*")
@@ -154,7 +169,7 @@ func (g *storageGuard) run(ctx context.Context) {
 		switch err := g.probe(size); {
 		case err == nil && degraded:
 			g.recover()
-		case err != nil && isStorageError(err):
+		case err != nil && (isStorageError(err) || errors.Is(err, errIndexGone)):
 			g.degrade(err)
 		case err != nil:
 			g.logger.Warn("couldn't probe the data directory", "error", err)
