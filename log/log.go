@@ -256,7 +256,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		}
 		l.logger.Info("index caught up", "entries", size-wm, "duration", time.Since(start))
 	}
-	l.done.Add(3)
+	l.done.Add(4)
 	go func() {
 		defer l.done.Done()
 		l.indexer.run(runCtx)
@@ -264,6 +264,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	go func() {
 		defer l.done.Done()
 		l.storage.run(runCtx)
+	}()
+	go func() {
+		defer l.done.Done()
+		l.watchCheckpointTime(runCtx)
 	}()
 	go func() {
 		defer l.done.Done()

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,9 @@ import (
 	"github.com/memtrail/memtrail/internal/gen"
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
 	_ "modernc.org/sqlite"
 )
 
@@ -1115,4 +1119,180 @@ func TestFaultManifest(t *testing.T) {
 		t.Errorf("superseding once the manifest is restored: %s", a)
 	}
 	srv.stop(t)
+}
+
+// signedCheckpoint is a checkpoint the log published, opened with its key.
+type signedCheckpoint struct {
+	size uint64
+	root []byte
+}
+
+// readCheckpoint fetches and verifies the published checkpoint.
+func readCheckpoint(t *testing.T, base string, v note.Verifier) signedCheckpoint {
+	t.Helper()
+	st, _, raw := httpGetStatus(t, base+"/checkpoint")
+	if st != http.StatusOK {
+		t.Fatalf("GET /checkpoint: %d", st)
+	}
+	n, err := note.Open(raw, note.VerifierList(v))
+	if err != nil {
+		t.Fatalf("the checkpoint does not verify: %v", err)
+	}
+	lines := strings.Split(n.Text, "\n")
+	size, err1 := strconv.ParseUint(lines[1], 10, 64)
+	root, err2 := base64.StdEncoding.DecodeString(lines[2])
+	if len(lines) < 3 || err1 != nil || err2 != nil {
+		t.Fatalf("malformed checkpoint %q", n.Text)
+	}
+	return signedCheckpoint{size, root}
+}
+
+// checkConsistent checks that each checkpoint extends the one before it.
+func checkConsistent(t *testing.T, base string, cps []signedCheckpoint) {
+	t.Helper()
+	for i := 1; i < len(cps); i++ {
+		a, b := cps[i-1], cps[i]
+		if b.size < a.size {
+			t.Errorf("checkpoint %d has size %d after size %d", i, b.size, a.size)
+			continue
+		}
+		if a.size == 0 || a.size == b.size {
+			if a.size == b.size && !bytes.Equal(a.root, b.root) {
+				t.Errorf("two checkpoints of size %d with different roots", a.size)
+			}
+			continue
+		}
+		var c api.Consistency
+		st, _, raw := httpGetStatus(t, fmt.Sprintf("%s/v1/consistency?from=%d&to=%d", base, a.size, b.size))
+		if st != http.StatusOK || json.Unmarshal(raw, &c) != nil {
+			t.Fatalf("consistency %d→%d: %d %s", a.size, b.size, st, raw)
+		}
+		path := make([][]byte, len(c.Proof))
+		for j, h := range c.Proof {
+			path[j], _ = base64.StdEncoding.DecodeString(h)
+		}
+		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, a.size, b.size, path, a.root, b.root); err != nil {
+			t.Errorf("checkpoint of size %d is not consistent with the one of size %d: %v", b.size, a.size, err)
+		}
+	}
+}
+
+// TestFaultClock runs the log on a clock that jumps back ten minutes, then
+// forward ten minutes, then back to the time (memtrail serve --debug-clock).
+// Freshness decisions follow the clock: a record made at the true time is
+// from the future when the clock is behind, stale when it is ahead, and a
+// record made at the clock's time is accepted. Nothing already logged
+// changes, and every checkpoint extends the one before it. Checkpoint
+// publication itself must not depend on the wall clock: with the published
+// checkpoint's file time an hour in the future, as after the system clock
+// is set back an hour, checkpoints go on being published.
+func TestFaultClock(t *testing.T) {
+	f := newFaultLog(t)
+	dport := freePort(t)
+	srv := startServe(t, f.bin, f.data, f.trust, "--debug-listen", "127.0.0.1:"+dport, "--debug-clock")
+	client := &http.Client{Timeout: 30 * time.Second}
+	var info api.LogInfo
+	_, _, raw := httpGetStatus(t, srv.url+"/v1/log")
+	if err := json.Unmarshal(raw, &info); err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewVerifier(info.VerifierKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cps []signedCheckpoint
+	publish := func() {
+		t.Helper()
+		// Until a checkpoint covers everything acknowledged.
+		var want uint64
+		for _, a := range f.ackedCopy() {
+			want = max(want, a.Index+1)
+		}
+		waitFor(t, 10*time.Second, "a checkpoint covering every acknowledged entry", func() bool {
+			cp := readCheckpoint(t, srv.url, v)
+			if len(cps) == 0 || cp.size != cps[len(cps)-1].size {
+				cps = append(cps, cp)
+			}
+			return cp.size >= want
+		})
+	}
+	setClock := func(d time.Duration) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPut, "http://127.0.0.1:"+dport+"/debug/clock?offset="+d.String(), nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("PUT /debug/clock: %d", resp.StatusCode)
+		}
+	}
+	made := func(at time.Time) answer {
+		t.Helper()
+		id := fmt.Sprintf("urn:fault:p:%d", f.seq.Add(1))
+		r, _, err := f.signers.Projection(id, at.UTC(), 1, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.submit(client, srv.url, "/v1/projections", id, r.Canonical())
+	}
+	for i := 0; i < 10; i++ {
+		if a := made(time.Now()); a.status != http.StatusCreated {
+			t.Fatalf("before the jumps: %s", a)
+		}
+	}
+	publish()
+	before := f.ackedCopy()
+
+	steps := []struct {
+		offset time.Duration
+		want   []string // for a record made at the true time
+	}{
+		{-10 * time.Minute, []string{"400 record_from_future"}},
+		{10 * time.Minute, []string{"400 trust_snapshot_stale", "400 record_stale"}},
+		{0, []string{"201 "}},
+	}
+	for _, s := range steps {
+		setClock(s.offset)
+		got := made(time.Now())
+		if !containsString(s.want, got.String()) {
+			t.Errorf("clock %s: a record made at the true time: %s, want %v", s.offset, got, s.want)
+		}
+		if a := made(time.Now().Add(s.offset)); a.status != http.StatusCreated {
+			t.Errorf("clock %s: a record made at the clock's time: %s", s.offset, a)
+		}
+		ts, err := f.signers.Tombstone(fmt.Sprintf("urn:fault:t:%d", f.seq.Add(1)), receipts.Digest([]byte(s.offset.String())), time.Now().Add(s.offset))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := f.submit(client, srv.url, "/v1/tombstones", ts.TombstoneID, ts.Canonical()); a.status != http.StatusCreated {
+			t.Errorf("clock %s: a tombstone purged at the clock's time: %s", s.offset, a)
+		}
+		publish()
+		checkAcked(t, srv.url, before)
+		t.Logf("clock %+v: a record made at the true time: %s; at the clock's time: 201; checkpoint size %d", s.offset, got, cps[len(cps)-1].size)
+	}
+
+	// The system clock set back an hour, as Tessera's publisher sees it:
+	// the published checkpoint's file time is an hour ahead.
+	cpFile := filepath.Join(f.data, "log", "checkpoint")
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(cpFile, future, future); err != nil {
+		t.Fatal(err)
+	}
+	if a := made(time.Now()); a.status != http.StatusCreated {
+		t.Fatalf("after the checkpoint's time moved: %s", a)
+	}
+	publish()
+	if !strings.Contains(srv.stderr.tail(1<<20), "checkpoint's file time was ahead of the clock") {
+		t.Error("the server did not say the checkpoint's time was ahead of the clock")
+	}
+	checkConsistent(t, srv.url, cps)
+	f.check(srv.url, true)
+	srv.stop(t)
+	t.Logf("%d checkpoints seen, sizes %d to %d, each consistent with the one before", len(cps), cps[0].size, cps[len(cps)-1].size)
+	if rep, code := f.fsck(false); code != 0 {
+		t.Errorf("fsck after the clock jumps: exit %d, %v", code, problems(rep))
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -64,6 +65,11 @@ within 10s (or the timeout, if shorter), headers and body within the
 timeout. Slower clients are cut off, a late body answered 408. It does not
 bound the answer: a ?wait=proof answer may wait up to a minute more.
 
+--debug-listen ADDR serves Go's profiles on a private address. For testing
+only, --debug-clock adds /debug/clock there: PUT /debug/clock?offset=-10m
+shifts the clock the log judges freshness and key validity by, to test how
+it behaves when its clock jumps. Never use it in production.
+
 The command exits 0 after a clean shutdown and 1 on any error.
 
 Example:
@@ -104,6 +110,7 @@ func runServe(args []string) error {
 	witnessTimeoutFlag := fs.Duration("witness-timeout", 5*time.Second, "how long to wait for witness cosignatures")
 	logFormatFlag := fs.String("log-format", "text", "log format on standard error: text or json")
 	debugFlag := fs.String("debug-listen", "", "serve Go's /debug/pprof profiles on this address (keep it private)")
+	debugClockFlag := fs.Bool("debug-clock", false, "for testing only: serve /debug/clock on --debug-listen, which shifts the clock the log judges freshness and key validity by")
 	readTimeoutFlag := fs.Duration("read-timeout", 2*time.Minute, "longest a request (headers and body) may take to arrive; slower clients are cut off")
 	memFlag := fs.String("memory-limit", "192MiB", "soft memory limit for the Go runtime (GOMEMLIMIT syntax: 192MiB, 1GiB; \"off\" for none)")
 	if err := parseFlags(fs, args); err != nil {
@@ -166,6 +173,12 @@ func runServe(args []string) error {
 		return withHint(errors.New("--witness-fail-open needs --witness-policy"), "drop --witness-fail-open, or name the witnesses with --witness-policy")
 	}
 
+	if *debugClockFlag {
+		if *debugFlag == "" {
+			return withHint(errors.New("--debug-clock needs --debug-listen"), "add --debug-listen 127.0.0.1:PORT (keep it private)")
+		}
+		cfg.Now = debugClock(logger)
+	}
 	if *debugFlag != "" {
 		dln, err := net.Listen("tcp", *debugFlag)
 		if err != nil {
@@ -245,6 +258,36 @@ func runServe(args []string) error {
 			return nil
 		}
 	}
+}
+
+// debugClock registers /debug/clock on the debug listener's mux and returns
+// the clock it shifts, for testing how the log behaves when its clock jumps
+// (--debug-clock). PUT /debug/clock?offset=-10m sets the offset from the
+// system clock; GET shows it. Freshness and key validity are judged by this
+// clock; nothing already logged depends on it, and checkpoints carry no
+// time.
+func debugClock(logger *slog.Logger) func() time.Time {
+	var offset atomic.Int64
+	http.HandleFunc("/debug/clock", func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+		case http.MethodPut, http.MethodPost:
+			d, err := time.ParseDuration(r.URL.Query().Get("offset"))
+			if err != nil {
+				http.Error(w, "offset must be a duration such as -10m", http.StatusBadRequest)
+				return
+			}
+			offset.Store(int64(d))
+			logger.Warn("debug clock shifted", "offset", d)
+		default:
+			http.Error(w, "GET or PUT", http.StatusMethodNotAllowed)
+			return
+		}
+		d := time.Duration(offset.Load())
+		fmt.Fprintf(w, "{\"offset\":%q,\"now\":%q}\n", d, time.Now().Add(d).UTC().Format(time.RFC3339Nano))
+	})
+	logger.Warn("the log's clock can be shifted at /debug/clock on --debug-listen (--debug-clock): for testing only")
+	return func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 }
 
 // setMemoryLimit applies a soft memory limit: the runtime collects harder
