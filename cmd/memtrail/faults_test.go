@@ -352,7 +352,7 @@ type diskFull struct {
 func (d *diskFull) fill() {
 	d.t.Helper()
 	if d.dir == "" {
-		out, err := exec.Command("prlimit", "--pid", strconv.Itoa(d.pid), "--fsize=4096").CombinedOutput()
+		out, err := exec.Command("prlimit", "--pid", strconv.Itoa(d.pid), "--fsize=4096:").CombinedOutput()
 		if err != nil {
 			d.t.Fatalf("prlimit: %v\n%s", err, out)
 		}
@@ -378,7 +378,7 @@ func (d *diskFull) fill() {
 func (d *diskFull) free() {
 	d.t.Helper()
 	if d.dir == "" {
-		out, err := exec.Command("prlimit", "--pid", strconv.Itoa(d.pid), "--fsize=unlimited").CombinedOutput()
+		out, err := exec.Command("prlimit", "--pid", strconv.Itoa(d.pid), "--fsize=unlimited:").CombinedOutput()
 		if err != nil {
 			d.t.Fatalf("prlimit: %v\n%s", err, out)
 		}
