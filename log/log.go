@@ -300,7 +300,7 @@ func (l *Log) abort() {
 // sequenced and indexed, and closes the index.
 func (l *Log) Close(ctx context.Context) error {
 	var errs []error
-	if uerr := l.storage.unavailable(); uerr != nil {
+	if uerr := l.storage.unavailable(); uerr != nil && !errors.Is(uerr, errIndexGone) {
 		// Every acknowledged entry is durable, but no checkpoint can be
 		// published to cover the last ones: stop the appender without
 		// waiting for one (the next start publishes it).
