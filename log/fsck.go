@@ -267,10 +267,15 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 		rebuild := index == nil || indexBad || rep.IndexWatermark > size
 		catchUp := !rebuild && rep.IndexWatermark < size
 		if rebuild || catchUp {
-			if rebuild {
-				if index != nil {
-					index.Close()
-				}
+			// A readable index is emptied in place: it keeps the archive of
+			// published checkpoints, which the log cannot re-derive. Only a
+			// damaged one is recreated, and loses it.
+			closing := index != nil // the deferred Close closes whatever index holds
+			if rebuild && index != nil && index.Reset(ctx) != nil {
+				index.Close()
+				index = nil
+			}
+			if rebuild && index == nil {
 				for _, suffix := range []string{"", "-wal", "-shm"} {
 					os.Remove(idxPath + suffix)
 				}
@@ -279,6 +284,14 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 					return rep, fmt.Errorf("couldn't recreate the index: %w", err)
 				}
 				index = x
+				if !closing {
+					defer x.Close()
+				}
+				for i := range rep.Problems {
+					if p := &rep.Problems[i]; p.Kind == "index_damaged" {
+						p.Detail += "; recreated from the log, without the archive of checkpoints published before (GET /v1/checkpoints/{size} and proofs against those sizes), which the log cannot re-derive"
+					}
+				}
 			}
 			err := rebuildIndex(ctx, dir, index, size)
 			for i := range rep.Problems {

@@ -935,6 +935,24 @@ func TestFaultIndex(t *testing.T) {
 	srv = startServe(t, f.bin, f.data, f.trust)
 	f.check(srv.url, true)
 	f.replay(srv.url, id)
+	// A checkpoint published now is archived in the index.
+	f.batch(srv.url, 10)
+	var archived uint64
+	waitFor(t, 10*time.Second, "a checkpoint covering the batch, archived", func() bool {
+		var info api.LogInfo
+		if _, _, raw := httpGetStatus(t, srv.url+"/v1/log"); json.Unmarshal(raw, &info) != nil || info.TreeSize < uint64(len(f.ackedCopy())) {
+			return false
+		}
+		archived = info.TreeSize
+		st, _, _ := httpGetStatus(t, fmt.Sprintf("%s/v1/checkpoints/%d", srv.url, archived))
+		return st == http.StatusOK
+	})
+	f.batch(srv.url, 10) // and a later one, so that only the archive has it
+	waitFor(t, 10*time.Second, "a later checkpoint", func() bool {
+		var info api.LogInfo
+		_, _, raw := httpGetStatus(t, srv.url+"/v1/log")
+		return json.Unmarshal(raw, &info) == nil && info.TreeSize > archived
+	})
 	srv.stop(t)
 
 	// Altered: the row of one id removed. Started like this, the log would
@@ -962,6 +980,9 @@ func TestFaultIndex(t *testing.T) {
 	srv = startServe(t, f.bin, f.data, f.trust)
 	f.replay(srv.url, id)
 	f.check(srv.url, true)
+	if st, _, _ := httpGetStatus(t, fmt.Sprintf("%s/v1/checkpoints/%d", srv.url, archived)); st != http.StatusOK {
+		t.Errorf("the checkpoint archived at size %d before fsck --repair rebuilt the index: %d", archived, st)
+	}
 
 	// Deleted while running: the log notices, refuses submissions (its
 	// connections no longer share one database) and says to restart; the

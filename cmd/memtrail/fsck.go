@@ -22,7 +22,9 @@ entry once and checks:
   - every compaction's manifest is present and hashes to its root.
 
 With --repair it rebuilds the index from the log when the index is damaged,
-ahead or wrong (or brings it up to date when it is behind), rewrites tiles
+ahead or wrong (or brings it up to date when it is behind), keeping the
+archive of published checkpoints it holds unless the database itself is
+damaged (the log cannot re-derive old checkpoints), rewrites tiles
 that disagree with the entries (only when the entries hash to the signed
 root), and removes manifests no logged compaction refers to. Altered or
 missing entries and missing manifests cannot be repaired from the log; fsck
