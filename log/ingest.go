@@ -252,12 +252,11 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*
 	e := Entry{Kind: r.Kind(), ID: r.ID(), LeafHash: leafHash(leaf)}
 	// The outcome of an Add must be known whatever the caller does, so
 	// the claim is always resolved: sequencing ignores cancellation.
-	actx := context.WithoutCancel(ctx)
 	var pe *pendingEntry
 	var future tessera.IndexFuture
 	switch rr := r.(type) {
 	case *receipts.ProjectionRecord:
-		future = l.appender.Add(actx, tessera.NewEntry(leaf))
+		future = l.seq.enqueue(tessera.NewEntry(leaf))
 	case *receipts.Compaction:
 		e.ManifestRoot = rr.SourceItemsMerkleRoot
 		e.Items = manifestItems(sub.Manifest)
@@ -338,7 +337,7 @@ func (l *Log) appendLineage(ctx context.Context, e Entry, leaf []byte, o *order,
 		}
 		pe := &pendingEntry{entry: e, done: make(chan struct{})}
 		l.lineage.add(pe)
-		future := l.appender.Add(context.WithoutCancel(ctx), tessera.NewEntry(leaf))
+		future := l.seq.enqueue(tessera.NewEntry(leaf))
 		l.lineage.mu.Unlock()
 		o.close()
 		return pe, future, nil

@@ -32,8 +32,10 @@ type Config struct {
 	// Nil means the empty trust file: nothing is accepted.
 	Trust *receipts.Trust
 
-	// BatchMaxSize and BatchMaxAge bound a sequencing batch (default 2048
-	// entries, 50ms).
+	// BatchMaxSize bounds a sequencing group, and BatchMaxAge is how long
+	// Tessera waits after a group arrives before it sequences it (defaults
+	// 8192 entries and 5ms). Entries that arrive while a group is being
+	// sequenced form the next group, so groups grow with the load.
 	BatchMaxSize uint
 	BatchMaxAge  time.Duration
 	// CheckpointInterval is how often a checkpoint is published (default
@@ -82,6 +84,7 @@ type Log struct {
 	manifests ManifestStore
 	trust     atomic.Pointer[receipts.Trust]
 	claims    claims
+	seq       *sequencer
 	cpu       chan struct{} // a slot per core for verification
 	seen      *seenFilter   // nil when the index cannot list its ids
 	lineage   lineage
@@ -117,10 +120,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("log: %w", err)
 	}
 	if cfg.BatchMaxSize == 0 {
-		cfg.BatchMaxSize = 2048
+		cfg.BatchMaxSize = 8192
 	}
 	if cfg.BatchMaxAge == 0 {
-		cfg.BatchMaxAge = 50 * time.Millisecond
+		cfg.BatchMaxAge = 5 * time.Millisecond
 	}
 	if cfg.CheckpointInterval == 0 {
 		cfg.CheckpointInterval = time.Second
@@ -220,6 +223,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("log: couldn't start appender: %w", err)
 	}
 	l.appender, l.shutdown, l.reader = appender, shutdown, reader
+	l.seq = newSequencer(addFunc(appender), int(cfg.BatchMaxSize))
 	l.awaiter = tessera.NewPublicationAwaiter(runCtx, reader.ReadCheckpoint, cfg.CheckpointInterval/4)
 
 	// Bring the index up to the integrated size before accepting writes.

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/memtrail/memtrail/receipts"
 	_ "modernc.org/sqlite"
@@ -96,19 +97,45 @@ func (x *SQLiteIndex) Apply(ctx context.Context, first uint64, entries []Entry) 
 	if uint64(wm) != first {
 		return fmt.Errorf("apply from %d, watermark is %d: %w", first, wm, ErrOutOfOrder)
 	}
-	insID, err := tx.PrepareContext(ctx, "INSERT INTO ids (h, idx) VALUES (?, ?)")
-	if err != nil {
-		return fmt.Errorf("couldn't prepare index insert: %w", err)
+	// Ids go in with multi-row statements: one statement per row costs
+	// more than the rest of the transaction.
+	var fullInsert *sql.Stmt
+	defer func() {
+		if fullInsert != nil {
+			fullInsert.Close()
+		}
+	}()
+	insertIDs := func(batch []Entry) error {
+		args := make([]any, 0, 2*len(batch))
+		for i := range batch {
+			args = append(args, idHash(batch[i].Kind, batch[i].ID), int64(batch[i].Index))
+		}
+		var err error
+		if len(batch) == idsPerStatement {
+			if fullInsert == nil {
+				if fullInsert, err = tx.PrepareContext(ctx, idsInsert(idsPerStatement)); err != nil {
+					return fmt.Errorf("couldn't prepare index insert: %w", err)
+				}
+			}
+			_, err = fullInsert.ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, idsInsert(len(batch)), args...)
+		}
+		if err != nil {
+			return fmt.Errorf("couldn't index the ids of entries %d to %d (an id logged twice is refused here): %w", batch[0].Index, batch[len(batch)-1].Index, err)
+		}
+		return nil
 	}
-	defer insID.Close()
+	for start := 0; start < len(entries); start += idsPerStatement {
+		if err := insertIDs(entries[start:min(start+idsPerStatement, len(entries))]); err != nil {
+			return err
+		}
+	}
 	counts := map[receipts.Kind]int64{}
 	for i := range entries {
 		e := &entries[i]
 		if e.Index != first+uint64(i) {
 			return fmt.Errorf("entry %d carries index %d: %w", first+uint64(i), e.Index, ErrOutOfOrder)
-		}
-		if _, err := insID.ExecContext(ctx, idHash(e.Kind, e.ID), int64(e.Index)); err != nil {
-			return fmt.Errorf("couldn't index %s %q at %d: %w", e.Kind, e.ID, e.Index, err)
 		}
 		counts[e.Kind]++
 		switch e.Kind {
@@ -167,6 +194,21 @@ func (x *SQLiteIndex) IDHashes(ctx context.Context, fn func(h []byte)) (uint64, 
 		n++
 	}
 	return n, rows.Err()
+}
+
+// idsPerStatement is the number of rows of one ids insert.
+const idsPerStatement = 200
+
+func idsInsert(n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO ids (h, idx) VALUES ")
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?)")
+	}
+	return b.String()
 }
 
 func (x *SQLiteIndex) LookupID(ctx context.Context, kind receipts.Kind, id string) (uint64, error) {

@@ -83,9 +83,12 @@ func runBench(args []string) error {
 	linesFlag := fs.Int("batch-lines", 1000, "lines per batch request")
 	rawClientsFlag := fs.Int("raw-clients", 8192, "concurrent adders for raw")
 	rateFlag := fs.Float64("rate", 0, "submissions per second for rate (default half the batch rate)")
-	batchSizeFlag := fs.Uint("batch-size", 2048, "sequencing batch size of the started log and of raw")
-	batchAgeFlag := fs.Duration("batch-age", 50*time.Millisecond, "sequencing batch age of the started log and of raw")
+	batchSizeFlag := fs.Uint("batch-size", 8192, "sequencing group size of the started log")
+	batchAgeFlag := fs.Duration("batch-age", 5*time.Millisecond, "sequencing batch age of the started log")
+	rawSizeFlag := fs.Uint("raw-batch-size", 4096, "Tessera batch size for raw")
+	rawAgeFlag := fs.Duration("raw-batch-age", 50*time.Millisecond, "Tessera batch age for raw")
 	checkpointFlag := fs.Duration("checkpoint-interval", 250*time.Millisecond, "checkpoint interval of the started log")
+	inflightFlag := fs.Int("max-in-flight", 4096, "in-flight limit of the started log")
 	jsonFlag := fs.Bool("json", false, "also write results as JSON lines")
 	cpuprofileFlag := fs.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
 	prefillFlag := fs.Int("prefill", 0, "first append this many signed receipts to the started log (its index catches up at start)")
@@ -146,7 +149,7 @@ func runBench(args []string) error {
 			}
 			fmt.Fprintf(os.Stderr, "\rprefilled %d receipts in %s; the log indexes them at start\n", *prefillFlag, time.Since(t0).Round(time.Second))
 		}
-		child, base, err = startBenchLog(tmp, signers, *batchSizeFlag, *batchAgeFlag, *checkpointFlag)
+		child, base, err = startBenchLog(tmp, signers, *batchSizeFlag, *batchAgeFlag, *checkpointFlag, *inflightFlag)
 		if err != nil {
 			return err
 		}
@@ -190,7 +193,7 @@ func runBench(args []string) error {
 		}
 		switch m {
 		case "raw":
-			r, err = loadgen.RawTessera(ctx, filepath.Join(tmp, "raw"), bodies, *rawClientsFlag, *batchSizeFlag, *batchAgeFlag)
+			r, err = loadgen.RawTessera(ctx, filepath.Join(tmp, "raw"), bodies, *rawClientsFlag, *rawSizeFlag, *rawAgeFlag)
 			if err != nil {
 				return err
 			}
@@ -264,7 +267,7 @@ func benchRekor(ctx context.Context, tmp string, clients, total int) (loadgen.Re
 
 // startBenchLog starts "memtrail serve" on a fresh directory, trusting
 // signers, and returns its base URL.
-func startBenchLog(tmp string, signers *gen.Signers, batchSize uint, batchAge, checkpoint time.Duration) (*exec.Cmd, string, error) {
+func startBenchLog(tmp string, signers *gen.Signers, batchSize uint, batchAge, checkpoint time.Duration, inflight int) (*exec.Cmd, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", err
@@ -278,7 +281,7 @@ func startBenchLog(tmp string, signers *gen.Signers, batchSize uint, batchAge, c
 	}
 	cmd := exec.Command(self, "serve", "--data", filepath.Join(tmp, "data"), "--trust", trustFile, "--listen", "127.0.0.1:0",
 		"--batch-size", strconv.FormatUint(uint64(batchSize), 10), "--batch-age", batchAge.String(),
-		"--checkpoint-interval", checkpoint.String(), "--log-format", "json")
+		"--checkpoint-interval", checkpoint.String(), "--max-in-flight", strconv.Itoa(inflight), "--log-format", "json")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, "", err

@@ -101,10 +101,11 @@ func runServe(args []string) error {
 	listenFlag := fs.String("listen", "127.0.0.1:8080", "address to listen on")
 	originFlag := fs.String("origin", "", "log origin, used when generating the key (default "+defaultOrigin+")")
 	trustFlag := fs.String("trust", "", "trust file (default: a development trust file in the data directory)")
-	batchSizeFlag := fs.Uint("batch-size", 2048, "most entries sequenced in one batch")
-	batchAgeFlag := fs.Duration("batch-age", 50*time.Millisecond, "longest an entry waits for its batch")
+	batchSizeFlag := fs.Uint("batch-size", 8192, "most entries sequenced in one group (entries arriving while a group is sequenced form the next)")
+	batchAgeFlag := fs.Duration("batch-age", 5*time.Millisecond, "how long the sequencer waits after a group arrives")
 	checkpointFlag := fs.Duration("checkpoint-interval", time.Second, "how often a checkpoint is published (at least 100ms)")
 	pushbackFlag := fs.Uint("pushback", 1<<16, "entries waiting to be sequenced beyond which submissions get 503")
+	inflightFlag := fs.Int("max-in-flight", 4096, "projection records parsed and not yet sequenced, across all requests; more wait")
 	policyFlag := fs.String("witness-policy", "", "C2SP tlog-policy file naming the witnesses that must cosign checkpoints")
 	failOpenFlag := fs.Bool("witness-fail-open", false, "publish checkpoints even when the witness quorum is not met in time")
 	witnessTimeoutFlag := fs.Duration("witness-timeout", 5*time.Second, "how long to wait for witness cosignatures")
@@ -206,7 +207,7 @@ func runServe(args []string) error {
 		l.Close(ctx)
 		return fmt.Errorf("couldn't listen: %w", err)
 	}
-	server := api.New(l, api.Config{Logger: logger})
+	server := api.New(l, api.Config{MaxInFlight: *inflightFlag, Logger: logger})
 	srv := &http.Server{
 		Handler: server.Handler(),
 		// Slow clients: headers must arrive within ReadHeaderTimeout and

@@ -1,0 +1,233 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/memtrail/memtrail/receipts"
+)
+
+// TestIndex runs the contract of Index against the implementation that
+// open returns (a new, empty index on each call). Every Index
+// implementation's tests call it.
+func TestIndex(t *testing.T, open func(t *testing.T) Index) {
+	ctx := context.Background()
+	proj := func(i uint64) Entry {
+		return Entry{Index: i, Kind: receipts.KindProjection, ID: fmt.Sprint("urn:p:", i)}
+	}
+	t.Run("empty", func(t *testing.T) {
+		x := open(t)
+		if wm, err := x.Watermark(ctx); err != nil || wm != 0 {
+			t.Fatalf("Watermark() = %d, %v; want 0", wm, err)
+		}
+		if _, err := x.LookupID(ctx, receipts.KindProjection, "urn:none"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("LookupID of an unknown id = %v, want ErrNotFound", err)
+		}
+		if _, err := x.Compaction(ctx, "urn:none"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Compaction of an unknown id = %v, want ErrNotFound", err)
+		}
+		if _, err := x.Tombstone(ctx, receipts.Digest(nil)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Tombstone of an unknown item = %v, want ErrNotFound", err)
+		}
+		if _, err := x.CheckpointAt(ctx, 1); !errors.Is(err, ErrNotFound) {
+			t.Errorf("CheckpointAt of an unknown size = %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("apply in order", func(t *testing.T) {
+		x := open(t)
+		var run []Entry
+		for i := uint64(0); i < 1000; i++ {
+			run = append(run, proj(i))
+		}
+		if err := x.Apply(ctx, 0, run); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Apply(ctx, 5, []Entry{proj(5)}); !errors.Is(err, ErrOutOfOrder) {
+			t.Errorf("Apply before the watermark = %v, want ErrOutOfOrder", err)
+		}
+		if err := x.Apply(ctx, 1001, []Entry{proj(1001)}); !errors.Is(err, ErrOutOfOrder) {
+			t.Errorf("Apply after a gap = %v, want ErrOutOfOrder", err)
+		}
+		if wm, _ := x.Watermark(ctx); wm != 1000 {
+			t.Errorf("watermark %d, want 1000 (refused applies change nothing)", wm)
+		}
+		for _, i := range []uint64{0, 1, 499, 999} {
+			if got, err := x.LookupID(ctx, receipts.KindProjection, fmt.Sprint("urn:p:", i)); err != nil || got != i {
+				t.Errorf("LookupID(urn:p:%d) = %d, %v", i, got, err)
+			}
+		}
+		if _, err := x.LookupID(ctx, receipts.KindTombstone, "urn:p:1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("ids are per kind: %v", err)
+		}
+		if c, _ := x.Counts(ctx); c[receipts.KindProjection] != 1000 {
+			t.Errorf("Counts = %v", c)
+		}
+	})
+	t.Run("apply is atomic", func(t *testing.T) {
+		x := open(t)
+		if err := x.Apply(ctx, 0, []Entry{proj(0)}); err != nil {
+			t.Fatal(err)
+		}
+		// An id already indexed, in the middle of a run: the whole run is
+		// refused and nothing of it is visible.
+		dup := []Entry{proj(1), proj(2), {Index: 3, Kind: receipts.KindProjection, ID: "urn:p:0"}, proj(4)}
+		if err := x.Apply(ctx, 1, dup); err == nil {
+			t.Fatal("Apply of an id already indexed succeeded")
+		}
+		if wm, _ := x.Watermark(ctx); wm != 1 {
+			t.Errorf("watermark %d after a refused run, want 1", wm)
+		}
+		if _, err := x.LookupID(ctx, receipts.KindProjection, "urn:p:1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("part of a refused run is visible: %v", err)
+		}
+	})
+	t.Run("lineage", func(t *testing.T) {
+		x := open(t)
+		a, b, c := receipts.Digest([]byte("a")), receipts.Digest([]byte("b")), receipts.Digest([]byte("c"))
+		run := []Entry{
+			{Index: 0, Kind: receipts.KindCompaction, ID: "urn:c:1", ManifestRoot: receipts.Digest([]byte("m1")), Items: []string{a, b, c}},
+			{Index: 1, Kind: receipts.KindTombstone, ID: "urn:t:1", Item: b, PurgedAt: 100},
+		}
+		if err := x.Apply(ctx, 0, run); err != nil {
+			t.Fatal(err)
+		}
+		ci, err := x.Compaction(ctx, "urn:c:1")
+		if err != nil || ci.State() != "awaiting_recompaction" || ci.PurgedItems != 1 || ci.PurgedSinceAt != 1 || ci.ItemCount != 3 {
+			t.Fatalf("compaction after a purge = %+v, %v", ci, err)
+		}
+		if err := x.Apply(ctx, 2, []Entry{{Index: 2, Kind: receipts.KindCompaction, ID: "urn:c:2", ManifestRoot: receipts.Digest([]byte("m2")), Items: []string{a, c}, Supersedes: "urn:c:1"}}); err != nil {
+			t.Fatal(err)
+		}
+		ci, _ = x.Compaction(ctx, "urn:c:1")
+		if ci.State() != "superseded" || ci.SupersededBy != "urn:c:2" || ci.SupersededAt != 2 {
+			t.Errorf("superseded compaction = %+v", ci)
+		}
+		inc, err := x.CompactionsIncluding(ctx, a)
+		if err != nil || len(inc) != 2 || inc[0].ID != "urn:c:1" || inc[1].ID != "urn:c:2" {
+			t.Errorf("CompactionsIncluding(a) = %+v, %v", inc, err)
+		}
+		ts, err := x.TombstonesOf(ctx, []string{a, b, c})
+		if err != nil || len(ts) != 1 || ts[b] == nil || ts[b].Index != 1 || ts[b].PurgedAt != 100 {
+			t.Errorf("TombstonesOf = %+v, %v", ts, err)
+		}
+		if tb, err := x.Tombstone(ctx, b); err != nil || tb.ID != "urn:t:1" {
+			t.Errorf("Tombstone(b) = %+v, %v", tb, err)
+		}
+	})
+	t.Run("checkpoints survive reset", func(t *testing.T) {
+		x := open(t)
+		if err := x.PutCheckpoint(ctx, 10, []byte("cp10")); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.PutCheckpoint(ctx, 20, []byte("cp20")); err != nil {
+			t.Fatal(err)
+		}
+		x.Apply(ctx, 0, []Entry{proj(0)})
+		if err := x.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if wm, _ := x.Watermark(ctx); wm != 0 {
+			t.Errorf("watermark after Reset = %d", wm)
+		}
+		if _, err := x.LookupID(ctx, receipts.KindProjection, "urn:p:0"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("id after Reset: %v", err)
+		}
+		if cp, err := x.CheckpointAt(ctx, 10); err != nil || string(cp) != "cp10" {
+			t.Errorf("CheckpointAt(10) after Reset = %q, %v", cp, err)
+		}
+		if size, cp, err := x.LatestCheckpoint(ctx); err != nil || size != 20 || string(cp) != "cp20" {
+			t.Errorf("LatestCheckpoint = %d %q %v", size, cp, err)
+		}
+	})
+	t.Run("concurrent lookups during apply", func(t *testing.T) {
+		x := open(t)
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for r := 0; r < 4; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					wm, err := x.Watermark(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					// Everything below a watermark read is visible.
+					if wm > 0 {
+						if _, err := x.LookupID(ctx, receipts.KindProjection, fmt.Sprint("urn:p:", wm-1)); err != nil {
+							t.Errorf("entry %d below watermark %d not visible: %v", wm-1, wm, err)
+							return
+						}
+					}
+				}
+			}()
+		}
+		for b := uint64(0); b < 50; b++ {
+			var run []Entry
+			for i := b * 20; i < (b+1)*20; i++ {
+				run = append(run, proj(i))
+			}
+			if err := x.Apply(ctx, b*20, run); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(stop)
+		wg.Wait()
+	})
+}
+
+// TestManifestStore runs the contract of ManifestStore against the
+// implementation open returns (empty on each call).
+func TestManifestStore(t *testing.T, open func(t *testing.T) ManifestStore) {
+	ctx := context.Background()
+	mf, err := receipts.NewManifest([]receipts.ManifestItem{{ItemDigest: receipts.Digest([]byte("x")), Sensitivity: "PUBLIC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("put get", func(t *testing.T) {
+		s := open(t)
+		if _, err := s.Get(ctx, mf.Root()); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get before Put = %v, want ErrNotFound", err)
+		}
+		if err := s.Put(ctx, mf.Root(), mf.Canonical()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, mf.Root(), mf.Canonical()); err != nil {
+			t.Errorf("second Put = %v, want a no-op", err)
+		}
+		got, err := s.Get(ctx, mf.Root())
+		if err != nil || string(got) != string(mf.Canonical()) {
+			t.Errorf("Get = %q, %v", got, err)
+		}
+		roots, err := s.Roots(ctx)
+		if err != nil || len(roots) != 1 || roots[0] != mf.Root() {
+			t.Errorf("Roots = %v, %v", roots, err)
+		}
+	})
+	t.Run("never under another root", func(t *testing.T) {
+		s := open(t)
+		other := receipts.Digest([]byte("not the root"))
+		// Whether Put refuses it or Get catches it, bytes are never served
+		// under a root they do not hash to.
+		if err := s.Put(ctx, other, mf.Canonical()); err == nil {
+			if _, err := s.Get(ctx, other); !errors.Is(err, ErrManifestCorrupt) {
+				t.Errorf("Get of bytes stored under another root = %v, want ErrManifestCorrupt", err)
+			}
+		}
+	})
+	t.Run("malformed root", func(t *testing.T) {
+		s := open(t)
+		if _, err := s.Get(ctx, "../../log.key"); err == nil {
+			t.Errorf("Get of a malformed root succeeded")
+		}
+	})
+}
