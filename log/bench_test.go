@@ -3,6 +3,8 @@ package log
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,4 +65,31 @@ func BenchmarkSubmit(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+}
+
+// BenchmarkIndexApply measures the index's cost per projection entry,
+// applied in runs of 300 (a typical group).
+func BenchmarkIndexApply(b *testing.B) {
+	x, err := OpenSQLiteIndex(b.TempDir() + "/index.db")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	ctx := context.Background()
+	run := 300
+	if v, err := strconv.Atoi(os.Getenv("MEMTRAIL_APPLY_RUN")); err == nil {
+		run = v
+	}
+	entries := make([]Entry, run)
+	next := uint64(0)
+	b.ResetTimer()
+	for done := 0; done < b.N; done += run {
+		for i := range entries {
+			entries[i] = Entry{Index: next + uint64(i), Kind: receipts.KindProjection, ID: fmt.Sprint("urn:bench:apply:", next+uint64(i))}
+		}
+		if err := x.Apply(ctx, next, entries); err != nil {
+			b.Fatal(err)
+		}
+		next += uint64(run)
+	}
 }

@@ -276,7 +276,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 				index = nil
 			}
 			if rebuild && index == nil {
-				for _, suffix := range []string{"", "-wal", "-shm"} {
+				for _, suffix := range []string{"", "-wal", "-shm", "-ids"} {
 					os.Remove(idxPath + suffix)
 				}
 				x, err := OpenSQLiteIndex(idxPath)

@@ -2,7 +2,6 @@ package log
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/memtrail/memtrail/internal/gen"
+	"github.com/memtrail/memtrail/receipts"
+	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
 )
 
@@ -76,14 +77,29 @@ func TestFsckRepairsIndex(t *testing.T) {
 	tl := fsckLog(t, 300)
 	db := filepath.Join(tl.dir, "index.db")
 	// A wrong row: the index maps an id to another entry.
-	sdb, err := sql.Open("sqlite", db)
+	leaf, err := os.ReadFile(filepath.Join(tl.dir, tilesDir, filepath.FromSlash(layout.EntriesPath(0, 0))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sdb.Exec("UPDATE ids SET idx = idx + 1 WHERE idx = 7"); err != nil {
+	var bundle api.EntryBundle
+	if err := bundle.UnmarshalText(leaf); err != nil {
 		t.Fatal(err)
 	}
-	sdb.Close()
+	r7, err := receipts.ParseReceipt(bundle.Entries[7])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := openIDTable(db + "-ids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, idx, found, err := ids.find(idHash(r7.Kind(), r7.ID()))
+	if err != nil || !found || idx != 7 {
+		t.Fatalf("id of entry 7 in the id table: %d %v %v", idx, found, err)
+	}
+	ids.slotAt(slot)[23]++ // index 8
+	ids.f.Sync()
+	ids.close()
 	r := fsck(t, tl, false)
 	if kinds(r)["index_mismatch"] != 1 || r.OK() {
 		t.Fatalf("problems = %+v", r.Problems)

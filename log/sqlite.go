@@ -6,25 +6,36 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
+	"os"
+	"sync"
+	"time"
 
 	"github.com/memtrail/memtrail/receipts"
 	_ "modernc.org/sqlite"
 )
 
-// SQLiteIndex is the embedded Index, a SQLite database (modernc.org/sqlite,
-// pure Go) in WAL mode. Single-use ids are stored as the first 16 bytes of
-// SHA-256(kind || 0x00 || id): a collision could only refuse a fresh id as a
-// replay, never let an id be logged twice, and at 2^-64 for four billion ids
-// it does not happen. The database uses synchronous=NORMAL: a crash may
-// lose the last transactions, never corrupt it, and the log re-applies them.
+// SQLiteIndex is the embedded Index: the lineage state in a SQLite database
+// (modernc.org/sqlite, pure Go) in WAL mode, and the single-use ids in an id
+// table beside it (PATH-ids; see idTable). Ids are stored as the first 16
+// bytes of SHA-256(kind || 0x00 || id): a collision could only refuse a fresh
+// id as a replay, never let an id be logged twice, and at 2^-64 for four
+// billion ids it does not happen. The database uses synchronous=NORMAL: a
+// crash may lose the last transactions, never corrupt it, and the log
+// re-applies them. Each of the two keeps its own watermark; the index's is
+// the lower, and Apply brings each up from its own, so after a crash between
+// the two writes nothing is applied twice. Lookups of ids may then see the
+// entries of the interrupted Apply, which are in the log.
 type SQLiteIndex struct {
-	db *sql.DB
+	db   *sql.DB
+	ids  *idTable
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+	err  error
 }
 
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ids (h BLOB PRIMARY KEY, idx INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counts (kind TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS compactions (
 	id TEXT PRIMARY KEY, idx INTEGER NOT NULL, root TEXT NOT NULL, item_count INTEGER NOT NULL,
@@ -55,7 +66,34 @@ func OpenSQLiteIndex(path string) (*SQLiteIndex, error) {
 		}
 		return nil, fmt.Errorf("index database %s is damaged: %w", path, err)
 	}
-	return &SQLiteIndex{db: db}, nil
+	ids, err := openIDTable(path + "-ids")
+	if errors.Is(err, errIDTableCorrupt) {
+		// The log rebuilds it: start it empty at watermark 0.
+		os.Remove(path + "-ids")
+		ids, err = openIDTable(path + "-ids")
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	x := &SQLiteIndex{db: db, ids: ids, stop: make(chan struct{}), done: make(chan struct{})}
+	go x.syncLoop()
+	return x, nil
+}
+
+// syncLoop makes the id table durable about once a second.
+func (x *SQLiteIndex) syncLoop() {
+	defer close(x.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-x.stop:
+			return
+		case <-t.C:
+			x.ids.sync()
+		}
+	}
 }
 
 func idHash(kind receipts.Kind, id string) []byte {
@@ -67,6 +105,14 @@ func idHash(kind receipts.Kind, id string) []byte {
 }
 
 func (x *SQLiteIndex) Watermark(ctx context.Context) (uint64, error) {
+	w2, err := x.sqlWatermark(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return min(w2, x.ids.getWatermark()), nil
+}
+
+func (x *SQLiteIndex) sqlWatermark(ctx context.Context) (uint64, error) {
 	var v int64
 	err := x.db.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'watermark'").Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -79,6 +125,38 @@ func (x *SQLiteIndex) Watermark(ctx context.Context) (uint64, error) {
 }
 
 func (x *SQLiteIndex) Apply(ctx context.Context, first uint64, entries []Entry) (err error) {
+	for i := range entries {
+		if entries[i].Index != first+uint64(i) {
+			return fmt.Errorf("entry %d carries index %d: %w", first+uint64(i), entries[i].Index, ErrOutOfOrder)
+		}
+	}
+	w2, err := x.sqlWatermark(ctx)
+	if err != nil {
+		return err
+	}
+	w1 := x.ids.getWatermark()
+	if min(w1, w2) != first {
+		return fmt.Errorf("apply from %d, watermark is %d: %w", first, min(w1, w2), ErrOutOfOrder)
+	}
+	end := first + uint64(len(entries))
+	// The ids first: an id already logged refuses the run before anything
+	// is written.
+	if w1 < end {
+		rows := make([]idRow, 0, end-w1)
+		for i := range entries {
+			if e := &entries[i]; e.Index >= w1 {
+				rows = append(rows, idRow{hash: idHash(e.Kind, e.ID), idx: e.Index})
+			}
+		}
+		if err := x.ids.insert(rows, end); err != nil {
+			return fmt.Errorf("couldn't index ids: %w", err)
+		}
+	}
+	if w2 >= end {
+		return nil
+	}
+	entries = entries[w2-first:]
+	first = w2
 	tx, err := x.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("couldn't begin index transaction: %w", err)
@@ -88,55 +166,9 @@ func (x *SQLiteIndex) Apply(ctx context.Context, first uint64, entries []Entry) 
 			tx.Rollback()
 		}
 	}()
-	var wm int64
-	switch err := tx.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'watermark'").Scan(&wm); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return fmt.Errorf("couldn't read index watermark: %w", err)
-	}
-	if uint64(wm) != first {
-		return fmt.Errorf("apply from %d, watermark is %d: %w", first, wm, ErrOutOfOrder)
-	}
-	// Ids go in with multi-row statements: one statement per row costs
-	// more than the rest of the transaction.
-	var fullInsert *sql.Stmt
-	defer func() {
-		if fullInsert != nil {
-			fullInsert.Close()
-		}
-	}()
-	insertIDs := func(batch []Entry) error {
-		args := make([]any, 0, 2*len(batch))
-		for i := range batch {
-			args = append(args, idHash(batch[i].Kind, batch[i].ID), int64(batch[i].Index))
-		}
-		var err error
-		if len(batch) == idsPerStatement {
-			if fullInsert == nil {
-				if fullInsert, err = tx.PrepareContext(ctx, idsInsert(idsPerStatement)); err != nil {
-					return fmt.Errorf("couldn't prepare index insert: %w", err)
-				}
-			}
-			_, err = fullInsert.ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, idsInsert(len(batch)), args...)
-		}
-		if err != nil {
-			return fmt.Errorf("couldn't index the ids of entries %d to %d (an id logged twice is refused here): %w", batch[0].Index, batch[len(batch)-1].Index, err)
-		}
-		return nil
-	}
-	for start := 0; start < len(entries); start += idsPerStatement {
-		if err := insertIDs(entries[start:min(start+idsPerStatement, len(entries))]); err != nil {
-			return err
-		}
-	}
 	counts := map[receipts.Kind]int64{}
 	for i := range entries {
 		e := &entries[i]
-		if e.Index != first+uint64(i) {
-			return fmt.Errorf("entry %d carries index %d: %w", first+uint64(i), e.Index, ErrOutOfOrder)
-		}
 		counts[e.Kind]++
 		switch e.Kind {
 		case receipts.KindCompaction:
@@ -179,48 +211,18 @@ func (x *SQLiteIndex) Apply(ctx context.Context, first uint64, entries []Entry) 
 // IDHashes calls fn with the stored hash of every id and returns their
 // number.
 func (x *SQLiteIndex) IDHashes(ctx context.Context, fn func(h []byte)) (uint64, error) {
-	rows, err := x.db.QueryContext(ctx, "SELECT h FROM ids")
-	if err != nil {
-		return 0, fmt.Errorf("couldn't list ids: %w", err)
-	}
-	defer rows.Close()
-	var n uint64
-	var h []byte
-	for rows.Next() {
-		if err := rows.Scan(&h); err != nil {
-			return n, fmt.Errorf("couldn't list ids: %w", err)
-		}
-		fn(h)
-		n++
-	}
-	return n, rows.Err()
-}
-
-// idsPerStatement is the number of rows of one ids insert.
-const idsPerStatement = 200
-
-func idsInsert(n int) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO ids (h, idx) VALUES ")
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?)")
-	}
-	return b.String()
+	return x.ids.each(fn)
 }
 
 func (x *SQLiteIndex) LookupID(ctx context.Context, kind receipts.Kind, id string) (uint64, error) {
-	var idx int64
-	err := x.db.QueryRowContext(ctx, "SELECT idx FROM ids WHERE h = ?", idHash(kind, id)).Scan(&idx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("%s %q: %w", kind, id, ErrNotFound)
-	}
+	idx, found, err := x.ids.lookup(idHash(kind, id))
 	if err != nil {
 		return 0, fmt.Errorf("couldn't look up %s %q: %w", kind, id, err)
 	}
-	return uint64(idx), nil
+	if !found {
+		return 0, fmt.Errorf("%s %q: %w", kind, id, ErrNotFound)
+	}
+	return idx, nil
 }
 
 const compactionColumns = `c.id, c.idx, c.root, c.item_count, c.supersedes, c.superseded_by, c.superseded_at,
@@ -376,7 +378,11 @@ func (x *SQLiteIndex) Reset(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("couldn't begin index reset: %w", err)
 	}
-	for _, table := range []string{"meta", "ids", "counts", "compactions", "compaction_items", "tombstones"} {
+	if err := x.ids.reset(); err != nil {
+		tx.Rollback()
+		return err
+	}
+	for _, table := range []string{"meta", "counts", "compactions", "compaction_items", "tombstones"} {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+table); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("couldn't reset index table %s: %w", table, err)
@@ -388,4 +394,11 @@ func (x *SQLiteIndex) Reset(ctx context.Context) error {
 	return nil
 }
 
-func (x *SQLiteIndex) Close() error { return x.db.Close() }
+func (x *SQLiteIndex) Close() error {
+	x.once.Do(func() {
+		close(x.stop)
+		<-x.done
+		x.err = errors.Join(x.ids.close(), x.db.Close())
+	})
+	return x.err
+}
