@@ -98,7 +98,8 @@ func TestFsckRepairsIndex(t *testing.T) {
 		t.Fatalf("id of entry 7 in the id table: %d %v %v", idx, found, err)
 	}
 	ids.slotAt(slot)[23]++ // index 8
-	ids.f.Sync()
+	ids.markDirty(uint64(ids.slotOffset(slot)))
+	ids.dirty = true
 	ids.close()
 	r := fsck(t, tl, false)
 	if kinds(r)["index_mismatch"] != 1 || r.OK() {

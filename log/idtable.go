@@ -9,15 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 )
 
 // An idTable maps single-use id hashes to log indexes: an open-addressing
-// hash table in a file, mapped into memory. A B-tree keyed by these random
-// hashes rewrites a page per insert at commit time, which made the index the
-// largest cost of ingest and grew with the log; a slot here costs a few
-// memory accesses whatever the size. The mapping is 32 bytes a slot at under
-// 70% load: about 46 MB per million ids.
+// hash table kept in memory and written back to a file. A B-tree keyed by
+// these random hashes rewrites a page per insert at commit time, which made
+// the index the largest cost of ingest and grew with the log; a slot here
+// costs a few memory accesses whatever the size. (A shared file mapping
+// would fault on the first write to each page after every sync.) The table
+// takes 32 bytes a slot at under 70% load: about 46 MB per million ids.
 //
 // File layout: a 4,096-byte header — "MTIDS001", capacity, count and
 // watermark (uint64 big-endian), then a CRC-32 of those 32 bytes — followed
@@ -28,8 +28,8 @@ import (
 // it is 70% full.
 //
 // Durability: insert writes slots and advances the watermark in memory;
-// sync, called about once a second, syncs the file and only then writes the
-// synced watermark into the header. Syncing random slots writes a page per
+// sync, called about once a second, writes the changed pages to the file,
+// syncs it, and only then writes the synced watermark into the header. Syncing random slots writes a page per
 // slot, so syncing per insert would cost as much as a B-tree. After a crash
 // the header's watermark is at most what the slots on disk hold, so the
 // index re-applies from it; inserting an id again at the same index is a
@@ -37,7 +37,8 @@ import (
 type idTable struct {
 	mu        sync.RWMutex
 	f         *os.File
-	m         []byte // the mapped file
+	m         []byte   // the file's contents
+	dirtyPage []uint64 // bitmap of pages of m changed since the last sync
 	path      string
 	capacity  uint64
 	count     uint64
@@ -98,39 +99,45 @@ func openIDTable(path string) (*idTable, error) {
 	return t, nil
 }
 
+// load reads the file into memory.
 func (t *idTable) mapFile(size int64) error {
-	if t.m != nil {
-		syscall.Munmap(t.m)
-		t.m = nil
-	}
-	m, err := syscall.Mmap(int(t.f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
-	if err != nil {
-		return fmt.Errorf("couldn't map id table: %w", err)
+	m := make([]byte, size)
+	if _, err := t.f.ReadAt(m, 0); err != nil {
+		return fmt.Errorf("couldn't read id table: %w", err)
 	}
 	t.m = m
+	t.dirtyPage = make([]uint64, (size/pageSize+63)/64+1)
 	return nil
+}
+
+const pageSize = 4096
+
+func (t *idTable) markDirty(off uint64) {
+	p := off / pageSize
+	t.dirtyPage[p/64] |= 1 << (p % 64)
 }
 
 // init empties the table with the given capacity.
 func (t *idTable) init(capacity uint64) error {
-	if t.m != nil {
-		syscall.Munmap(t.m)
-		t.m = nil
-	}
+	t.m = nil
 	if err := t.f.Truncate(0); err != nil {
 		return fmt.Errorf("couldn't clear id table: %w", err)
 	}
 	if err := t.f.Truncate(int64(idTableHeader + capacity*idSlot)); err != nil {
 		return fmt.Errorf("couldn't size id table: %w", err)
 	}
-	// Allocate the blocks now: a first write to a hole costs an allocation
-	// in the middle of an insert.
-	syscall.Fallocate(int(t.f.Fd()), 0, 0, int64(idTableHeader+capacity*idSlot))
 	t.capacity, t.count, t.watermark, t.durable = capacity, 0, 0, 0
-	if err := t.mapFile(int64(idTableHeader + capacity*idSlot)); err != nil {
-		return err
-	}
+	size := int64(idTableHeader + capacity*idSlot)
+	t.m = make([]byte, size)
+	t.dirtyPage = make([]uint64, (size/pageSize+63)/64+1)
 	t.writeHeader()
+	return t.writeAt(t.m[:idTableHeader], 0)
+}
+
+func (t *idTable) writeAt(b []byte, off int64) error {
+	if _, err := t.f.WriteAt(b, off); err != nil {
+		return fmt.Errorf("couldn't write id table: %w", err)
+	}
 	return nil
 }
 
@@ -233,6 +240,7 @@ func (t *idTable) insert(rows []idRow, newWatermark uint64) error {
 		buf := t.slotAt(slot)
 		binary.BigEndian.PutUint64(buf[16:24], r.idx)
 		copy(buf[:16], r.hash)
+		t.markDirty(uint64(t.slotOffset(slot)))
 		t.count++
 	}
 	t.watermark = newWatermark
@@ -249,13 +257,30 @@ func (t *idTable) sync() error {
 		return nil
 	}
 	wm := t.watermark
+	// Write back the changed pages, coalescing runs.
+	pages := uint64(len(t.m)) / pageSize
+	for p := uint64(1); p < pages; {
+		if t.dirtyPage[p/64]&(1<<(p%64)) == 0 {
+			p++
+			continue
+		}
+		q := p
+		for q < pages && t.dirtyPage[q/64]&(1<<(q%64)) != 0 {
+			t.dirtyPage[q/64] &^= 1 << (q % 64)
+			q++
+		}
+		if err := t.writeAt(t.m[p*pageSize:q*pageSize], int64(p*pageSize)); err != nil {
+			return err
+		}
+		p = q
+	}
 	if err := t.f.Sync(); err != nil {
 		return fmt.Errorf("couldn't sync id table: %w", err)
 	}
 	t.durable = wm
 	t.writeHeader()
 	t.dirty = false
-	return nil
+	return t.writeAt(t.m[:idTableHeader], 0)
 }
 
 // grow rebuilds the table at a capacity that holds need at under 70% load.
@@ -290,6 +315,10 @@ func (t *idTable) grow(need uint64) error {
 	}
 	nt.watermark, nt.durable = t.watermark, t.watermark
 	nt.writeHeader()
+	if err := nt.writeAt(nt.m, 0); err != nil {
+		nt.close()
+		return err
+	}
 	if err := nf.Sync(); err != nil {
 		nt.close()
 		return fmt.Errorf("couldn't sync larger id table: %w", err)
@@ -300,9 +329,8 @@ func (t *idTable) grow(need uint64) error {
 	}
 	syncDirOf(t.path)
 	// The old file is replaced: drop it without syncing.
-	syscall.Munmap(t.m)
 	t.f.Close()
-	t.f, t.m, t.capacity, t.count, t.durable, t.dirty = nt.f, nt.m, nt.capacity, nt.count, nt.durable, false
+	t.f, t.m, t.dirtyPage, t.capacity, t.count, t.durable, t.dirty = nt.f, nt.m, nt.dirtyPage, nt.capacity, nt.count, nt.durable, false
 	return nil
 }
 
@@ -339,14 +367,12 @@ func (t *idTable) reset() error {
 }
 
 func (t *idTable) close() error {
+	var err error
 	if t.dirty {
-		t.sync()
+		err = t.sync()
 	}
-	if t.m != nil {
-		syscall.Munmap(t.m)
-		t.m = nil
-	}
-	return t.f.Close()
+	t.m = nil
+	return errors.Join(err, t.f.Close())
 }
 
 func syncDirOf(path string) {
