@@ -377,3 +377,14 @@ func TestHTTPSingleUse(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendAcceptedMatchesEncodingJSON(t *testing.T) {
+	for _, id := range []string{"urn:p:1", "urn:x:<&>\u2028\"\\é😀", ""} {
+		r := BatchResult{Line: 7, Status: 201, Accepted: &Accepted{Index: 1 << 40, LeafHash: "AbC+/=", Kind: "projection", ID: id}}
+		var want bytes.Buffer
+		json.NewEncoder(&want).Encode(r)
+		if got := appendAccepted(nil, &r); string(got) != want.String() {
+			t.Errorf("appendAccepted = %s, want %s", got, want.Bytes())
+		}
+	}
+}

@@ -248,21 +248,21 @@ func checkProjectionFreshness(r *receipts.ProjectionRecord, now time.Time, f rec
 // append logs a verified submission whose id this call owns.
 func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*Accepted, error) {
 	r := sub.Receipt
-	leaf := r.Canonical()
-	e := Entry{Kind: r.Kind(), ID: r.ID(), LeafHash: leafHash(leaf)}
+	entry := tessera.NewEntry(r.Canonical())
+	e := Entry{Kind: r.Kind(), ID: r.ID(), LeafHash: [32]byte(entry.LeafHash())}
 	// The outcome of an Add must be known whatever the caller does, so
 	// the claim is always resolved: sequencing ignores cancellation.
 	var pe *pendingEntry
 	var future tessera.IndexFuture
 	switch rr := r.(type) {
 	case *receipts.ProjectionRecord:
-		future = l.seq.enqueue(tessera.NewEntry(leaf))
+		future = l.seq.enqueue(entry)
 	case *receipts.Compaction:
 		e.ManifestRoot = rr.SourceItemsMerkleRoot
 		e.Items = manifestItems(sub.Manifest)
 		e.Supersedes = rr.Supersedes
 		var err error
-		pe, future, err = l.appendLineage(ctx, e, leaf, o, func() error {
+		pe, future, err = l.appendLineage(ctx, e, entry, o, func() error {
 			if err := l.decideCompaction(ctx, rr, sub.Manifest); err != nil {
 				return err
 			}
@@ -280,7 +280,7 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*
 		e.Item = rr.ItemDigest
 		e.PurgedAt = rr.PurgedAt
 		var err error
-		pe, future, err = l.appendLineage(ctx, e, leaf, o, func() error { return l.decideTombstone(ctx, rr) })
+		pe, future, err = l.appendLineage(ctx, e, entry, o, func() error { return l.decideTombstone(ctx, rr) })
 		if err != nil {
 			return nil, err
 		}
@@ -314,7 +314,7 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*
 // appendLineage makes a lineage decision and, if it allows the entry,
 // registers it as pending and hands it to the sequencer, all under the
 // lineage lock, so that the log's order is the order of decisions.
-func (l *Log) appendLineage(ctx context.Context, e Entry, leaf []byte, o *order, decide func() error) (*pendingEntry, tessera.IndexFuture, error) {
+func (l *Log) appendLineage(ctx context.Context, e Entry, entry *tessera.Entry, o *order, decide func() error) (*pendingEntry, tessera.IndexFuture, error) {
 	if err := o.wait(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -337,7 +337,7 @@ func (l *Log) appendLineage(ctx context.Context, e Entry, leaf []byte, o *order,
 		}
 		pe := &pendingEntry{entry: e, done: make(chan struct{})}
 		l.lineage.add(pe)
-		future := l.seq.enqueue(tessera.NewEntry(leaf))
+		future := l.seq.enqueue(entry)
 		l.lineage.mu.Unlock()
 		o.close()
 		return pe, future, nil
