@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -201,5 +202,106 @@ func TestTrustReload(t *testing.T) {
 				t.Errorf("%s logged at %d before the revocation: lookup %d", a.ID, a.Index, resp.StatusCode)
 			}
 		}
+	}
+}
+
+// TestSecretsStayOut: no private key and no projection byte appears in the
+// server's logs, metrics or error answers, whatever is submitted; key files
+// are 0600 and refused when group or others can read them.
+func TestSecretsStayOut(t *testing.T) {
+	bin := buildMemtrail(t)
+	dir := t.TempDir()
+	port := freePort(t)
+	serve := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--log-format", "json")
+	serve.Dir = dir
+	var stdout, stderr bytes.Buffer
+	serve.Stdout, serve.Stderr = &stdout, &stderr
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://127.0.0.1:" + port
+	waitHealthy(t, base, &stderr)
+	run := func(args ...string) string {
+		c := exec.Command(bin, args...)
+		c.Dir = dir
+		out, _ := c.CombinedOutput()
+		return string(out)
+	}
+	secret := "the patient's diagnosis is confidential-7f3a9c"
+	os.WriteFile(filepath.Join(dir, "memory.txt"), []byte(secret), 0o644)
+	rec := run("sign", "projection", "--key", "memtrail-data/dev/adapter.pem", "--material-out", "m.json", "memory.txt")
+	os.WriteFile(filepath.Join(dir, "p.json"), []byte(rec), 0o644)
+	var answers bytes.Buffer
+	answers.WriteString(run("submit", "--log", base, "p.json"))
+	answers.WriteString(run("submit", "--log", base, "p.json"))
+	// Broken and foreign submissions, and the key files themselves as bodies.
+	for _, body := range []string{secret, rec[:len(rec)/2], "{\"@version\":\"" + secret + "\"}"} {
+		resp, err := http.Post(base+"/v1/projections", "application/json", strings.NewReader(body))
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers.Write(b)
+		}
+	}
+	for _, f := range []string{"memtrail-data/log.key", "memtrail-data/dev/adapter.pem"} {
+		key, _ := os.ReadFile(filepath.Join(dir, f))
+		resp, err := http.Post(base+"/v1/projections", "application/json", bytes.NewReader(key))
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers.Write(b)
+		}
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	serve.Process.Signal(syscall.SIGTERM)
+	serve.Wait()
+
+	logKey, _ := os.ReadFile(filepath.Join(dir, "memtrail-data/log.key"))
+	adapterKey, _ := os.ReadFile(filepath.Join(dir, "memtrail-data/dev/adapter.pem"))
+	pemLines := strings.Split(string(adapterKey), "\n")
+	if len(pemLines) < 3 {
+		t.Fatalf("adapter key file: %q", adapterKey)
+	}
+	needles := map[string]string{
+		"projection bytes":       "confidential-7f3a9c",
+		"log private key":        strings.TrimSpace(string(logKey)),
+		"log private key suffix": strings.TrimSpace(string(logKey))[len(strings.TrimSpace(string(logKey)))-20:],
+		"adapter private key":    pemLines[1][len(pemLines[1])-20:],
+	}
+	haystacks := map[string]string{"logs": stderr.String() + stdout.String(), "metrics": string(metrics)}
+	for name, needle := range needles {
+		for where, hay := range haystacks {
+			if strings.Contains(hay, needle) {
+				t.Errorf("%s appears in the %s", name, where)
+			}
+		}
+		if name != "projection bytes" && strings.Contains(answers.String(), needle) {
+			t.Errorf("%s appears in an answer", name)
+		}
+	}
+	// The answer to a body that is the secret itself names no byte of it.
+	if strings.Contains(answers.String(), "7f3a9c") {
+		t.Errorf("projection bytes echoed in an answer: %s", answers.String())
+	}
+	// Key files: 0600, and refused once group-readable.
+	for _, f := range []string{"memtrail-data/log.key", "memtrail-data/dev/adapter.pem", "memtrail-data/dev/compactor.pem", "memtrail-data/dev/issuer.pem"} {
+		fi, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, %v", f, fi.Mode().Perm(), err)
+		}
+	}
+	os.Chmod(filepath.Join(dir, "memtrail-data/log.key"), 0o640)
+	out, err := exec.Command(bin, "serve", "--data", filepath.Join(dir, "memtrail-data"), "--listen", "127.0.0.1:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "chmod 600") {
+		t.Errorf("serve with a group-readable log key: %v\n%s", err, out)
+	}
+	os.Chmod(filepath.Join(dir, "memtrail-data/dev/adapter.pem"), 0o604)
+	if out := run("sign", "projection", "--key", "memtrail-data/dev/adapter.pem", "memory.txt"); !strings.Contains(out, "chmod 600") {
+		t.Errorf("sign with a world-readable key: %s", out)
 	}
 }
