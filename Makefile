@@ -35,7 +35,7 @@ bench:
 # bench-ingest reproduces the ingest figures of docs/PERFORMANCE.md, Rekor v2
 # comparison included (it builds rekor-tiles on first use).
 bench-ingest: build
-	./$(BIN) bench ingest --modes raw,batch,single,wait,rekor,rate --total 100000 --wait-total 20000 --wait-clients 1000
+	./$(BIN) bench ingest --modes raw,batch,single,wait,rekor,rate --total 100000 --wait-total 20000 --wait-clients 1000 --single-clients 1000
 
 # fuzz runs every fuzz target for FUZZTIME each.
 fuzz:

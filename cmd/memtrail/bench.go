@@ -40,7 +40,7 @@ reported. With --log it drives a running log, which must trust --adapter-key
 	raw     raw Tessera POSIX Add of equal-size entries, same batching, no
 	        verification, index or HTTP: the baseline (needs no log)
 	batch   POST /v1/batch, --batch-lines per request, --clients clients
-	single  POST /v1/projections, --clients clients
+	single  POST /v1/projections, --single-clients clients
 	wait    POST /v1/projections?wait=proof, --wait-clients clients
 	rate    single submissions at half the batch rate (or --rate), open
 	        loop: latency from submit to sequenced
@@ -77,7 +77,8 @@ func runBench(args []string) error {
 	keyFlag := fs.String("adapter-key", "", "adapter key the running log trusts")
 	modesFlag := fs.String("modes", "raw,batch,single,wait,rate", "runs, in order")
 	totalFlag := fs.Int("total", 60000, "receipts per run")
-	clientsFlag := fs.Int("clients", 64, "concurrent clients for batch and single")
+	clientsFlag := fs.Int("clients", 16, "concurrent clients for batch")
+	singleClientsFlag := fs.Int("single-clients", 1000, "concurrent clients for single")
 	waitClientsFlag := fs.Int("wait-clients", 1000, "concurrent clients for wait")
 	waitTotalFlag := fs.Int("wait-total", 0, "receipts for wait (default --total)")
 	linesFlag := fs.Int("batch-lines", 1000, "lines per batch request")
@@ -166,7 +167,7 @@ func runBench(args []string) error {
 	for _, m := range modes {
 		run++
 		n := *totalFlag
-		if m == "wait" && *waitTotalFlag > 0 {
+		if (m == "wait" || m == "rekor") && *waitTotalFlag > 0 {
 			n = *waitTotalFlag
 		}
 		var r loadgen.Result
@@ -202,7 +203,7 @@ func runBench(args []string) error {
 			r = loadgen.Batch(ctx, base, bodies, *clientsFlag, *linesFlag)
 			batch = &r
 		case "single":
-			r = loadgen.Single(ctx, base, bodies, *clientsFlag, false)
+			r = loadgen.Single(ctx, base, bodies, *singleClientsFlag, false)
 		case "wait":
 			r = loadgen.Single(ctx, base, bodies, *waitClientsFlag, true)
 			wait = &r
