@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // An idTable maps single-use id hashes to log indexes: an open-addressing
@@ -99,15 +100,37 @@ func openIDTable(path string) (*idTable, error) {
 	return t, nil
 }
 
-// load reads the file into memory.
+// mapFile reads the file into memory.
 func (t *idTable) mapFile(size int64) error {
-	m := make([]byte, size)
+	m, err := allocTable(size)
+	if err != nil {
+		return err
+	}
 	if _, err := t.f.ReadAt(m, 0); err != nil {
+		syscall.Munmap(m)
 		return fmt.Errorf("couldn't read id table: %w", err)
 	}
 	t.m = m
 	t.dirtyPage = make([]uint64, (size/pageSize+63)/64+1)
 	return nil
+}
+
+// allocTable allocates the table's memory outside the Go heap: the table
+// is large, holds no pointers, and would otherwise count against the
+// runtime's memory limit and make the collector run for nothing.
+func allocTable(size int64) ([]byte, error) {
+	m, err := syscall.Mmap(-1, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't allocate id table: %w", err)
+	}
+	return m, nil
+}
+
+func (t *idTable) free() {
+	if t.m != nil {
+		syscall.Munmap(t.m)
+		t.m = nil
+	}
 }
 
 const pageSize = 4096
@@ -119,7 +142,7 @@ func (t *idTable) markDirty(off uint64) {
 
 // init empties the table with the given capacity.
 func (t *idTable) init(capacity uint64) error {
-	t.m = nil
+	t.free()
 	if err := t.f.Truncate(0); err != nil {
 		return fmt.Errorf("couldn't clear id table: %w", err)
 	}
@@ -128,7 +151,11 @@ func (t *idTable) init(capacity uint64) error {
 	}
 	t.capacity, t.count, t.watermark, t.durable = capacity, 0, 0, 0
 	size := int64(idTableHeader + capacity*idSlot)
-	t.m = make([]byte, size)
+	m, err := allocTable(size)
+	if err != nil {
+		return err
+	}
+	t.m = m
 	t.dirtyPage = make([]uint64, (size/pageSize+63)/64+1)
 	t.writeHeader()
 	return t.writeAt(t.m[:idTableHeader], 0)
@@ -329,6 +356,7 @@ func (t *idTable) grow(need uint64) error {
 	}
 	syncDirOf(t.path)
 	// The old file is replaced: drop it without syncing.
+	t.free()
 	t.f.Close()
 	t.f, t.m, t.dirtyPage, t.capacity, t.count, t.durable, t.dirty = nt.f, nt.m, nt.dirtyPage, nt.capacity, nt.count, nt.durable, false
 	return nil
@@ -371,7 +399,7 @@ func (t *idTable) close() error {
 	if t.dirty {
 		err = t.sync()
 	}
-	t.m = nil
+	t.free()
 	return errors.Join(err, t.f.Close())
 }
 
