@@ -42,8 +42,9 @@ reported. With --log it drives a running log, which must trust --adapter-key
 	batch   POST /v1/batch, --batch-lines per request, --clients clients
 	single  POST /v1/projections, --single-clients clients
 	wait    POST /v1/projections?wait=proof, --wait-clients clients
-	rate    single submissions at half the batch rate (or --rate), open
-	        loop: latency from submit to sequenced
+	rate    single submissions at half the single (or else batch) rate of
+	        this run, or --rate, open loop: latency from submit to
+	        sequenced
 	rekor   Rekor v2 (rekor-tiles posix v2.3.0, built with go install on
 	        first use), given its best batching and a 1 s checkpoint
 	        interval, loaded like wait: --wait-clients clients each
@@ -162,7 +163,7 @@ func runBench(args []string) error {
 
 	fmt.Fprintf(os.Stderr, "signing %d receipts per run...\n", *totalFlag)
 	var results []loadgen.Result
-	var raw, batch, wait *loadgen.Result
+	var raw, batch, wait, single *loadgen.Result
 	run := 0
 	for _, m := range modes {
 		run++
@@ -204,16 +205,21 @@ func runBench(args []string) error {
 			batch = &r
 		case "single":
 			r = loadgen.Single(ctx, base, bodies, *singleClientsFlag, false)
+			single = &r
 		case "wait":
 			r = loadgen.Single(ctx, base, bodies, *waitClientsFlag, true)
 			wait = &r
 		case "rate":
 			rate := *rateFlag
 			if rate == 0 {
-				if batch == nil {
-					return withHint(errors.New("rate needs --rate or a batch run before it"), "add batch before rate in --modes")
+				switch {
+				case single != nil:
+					rate = single.PerSecond / 2
+				case batch != nil:
+					rate = batch.PerSecond / 2
+				default:
+					return withHint(errors.New("rate needs --rate or a single or batch run before it"), "add single before rate in --modes")
 				}
-				rate = batch.PerSecond / 2
 			}
 			r = loadgen.Rate(ctx, base, bodies[:min(len(bodies), int(rate*20))], rate)
 		}

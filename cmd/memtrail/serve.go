@@ -106,6 +106,7 @@ func runServe(args []string) error {
 	checkpointFlag := fs.Duration("checkpoint-interval", time.Second, "how often a checkpoint is published (at least 100ms)")
 	pushbackFlag := fs.Uint("pushback", 1<<16, "entries waiting to be sequenced beyond which submissions get 503")
 	inflightFlag := fs.Int("max-in-flight", 4096, "projection records parsed and not yet sequenced, across all requests; more wait")
+	connsFlag := fs.Int("max-connections", 8192, "client connections served at once; more wait in the listen backlog")
 	policyFlag := fs.String("witness-policy", "", "C2SP tlog-policy file naming the witnesses that must cosign checkpoints")
 	failOpenFlag := fs.Bool("witness-fail-open", false, "publish checkpoints even when the witness quorum is not met in time")
 	witnessTimeoutFlag := fs.Duration("witness-timeout", 5*time.Second, "how long to wait for witness cosignatures")
@@ -207,6 +208,7 @@ func runServe(args []string) error {
 		l.Close(ctx)
 		return fmt.Errorf("couldn't listen: %w", err)
 	}
+	ln = newLimitListener(ln, *connsFlag)
 	server := api.New(l, api.Config{MaxInFlight: *inflightFlag, Logger: logger})
 	srv := &http.Server{
 		Handler: server.Handler(),

@@ -207,6 +207,10 @@ func Rate(ctx context.Context, base string, bodies [][]byte, perSecond float64) 
 	rec := &recorder{}
 	interval := time.Duration(float64(time.Second) / perSecond)
 	var wg sync.WaitGroup
+	// The arrivals do not wait for answers, but at most 2,048 requests are
+	// open at once: past that the log is not keeping up, and further
+	// arrivals are counted as failures rather than opened.
+	open := make(chan struct{}, 2048)
 	start := time.Now()
 	for i := range bodies {
 		if ctx.Err() != nil {
@@ -215,9 +219,15 @@ func Rate(ctx context.Context, base string, bodies [][]byte, perSecond float64) 
 		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
 			time.Sleep(d)
 		}
+		select {
+		case open <- struct{}{}:
+		default:
+			rec.fail(errors.New("more than 2,048 requests open: the log is not keeping up with the rate"))
+			continue
+		}
 		wg.Add(1)
 		go func(b []byte) {
-			defer wg.Done()
+			defer func() { <-open; wg.Done() }()
 			t0 := time.Now()
 			if err := post(ctx, client, u, "application/json", b, http.StatusCreated, false); err != nil {
 				rec.fail(err)
