@@ -160,7 +160,7 @@ func (m *Metrics) WriteMetrics(w io.Writer, treeSize uint64, checkpointAge time.
 	fmt.Fprintf(w, "# HELP memtrail_tree_size Entries integrated into the tree.\n# TYPE memtrail_tree_size gauge\nmemtrail_tree_size %d\n", treeSize)
 	fmt.Fprintf(w, "# HELP memtrail_index_watermark Entries applied to the index.\n# TYPE memtrail_index_watermark gauge\nmemtrail_index_watermark %d\n", m.indexed.Load())
 	if checkpointAge >= 0 {
-		fmt.Fprintf(w, "# HELP memtrail_checkpoint_age_seconds Age of the latest published checkpoint.\n# TYPE memtrail_checkpoint_age_seconds gauge\nmemtrail_checkpoint_age_seconds %g\n", checkpointAge.Seconds())
+		fmt.Fprintf(w, "# HELP memtrail_checkpoint_age_seconds Seconds since the published tree size last changed.\n# TYPE memtrail_checkpoint_age_seconds gauge\nmemtrail_checkpoint_age_seconds %g\n", checkpointAge.Seconds())
 		m.cpMu.Lock()
 		cpSize := m.cpSize
 		m.cpMu.Unlock()
