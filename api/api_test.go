@@ -31,6 +31,11 @@ type testServer struct {
 
 func newTestServer(t *testing.T) *testServer {
 	t.Helper()
+	return newTestServerWith(t, 100*time.Millisecond, Config{})
+}
+
+func newTestServerWith(t *testing.T, cpInterval time.Duration, cfg Config) *testServer {
+	t.Helper()
 	skey, vkey, err := mlog.GenerateLogKey("memtrail.test/api")
 	if err != nil {
 		t.Fatal(err)
@@ -38,15 +43,19 @@ func newTestServer(t *testing.T) *testServer {
 	s, _ := gen.NewSigners()
 	l, err := mlog.Open(context.Background(), mlog.Config{
 		Dir: t.TempDir(), SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)),
-		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond,
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: cpInterval,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(l, Config{}).Handler())
+	srv := httptest.NewServer(New(l, cfg).Handler())
 	t.Cleanup(func() {
 		srv.Close()
-		l.Close(context.Background())
+		// Close waits for a checkpoint covering every entry; with a long
+		// interval it is cut short (the entries are durable all the same).
+		ctx, cancel := context.WithTimeout(context.Background(), 2*cpInterval)
+		defer cancel()
+		l.Close(ctx)
 	})
 	return &testServer{t: t, l: l, srv: srv, s: s, vkey: vkey}
 }
@@ -386,5 +395,21 @@ func TestAppendAcceptedMatchesEncodingJSON(t *testing.T) {
 		if got := appendAccepted(nil, &r); string(got) != want.String() {
 			t.Errorf("appendAccepted = %s, want %s", got, want.Bytes())
 		}
+	}
+}
+
+func TestWaitProofTimeoutSaysLogged(t *testing.T) {
+	// A checkpoint that does not come in time must not turn a logged
+	// entry into an error: the client would retry and meet a replay.
+	ts := newTestServerWith(t, time.Second, Config{WaitTimeout: time.Nanosecond})
+	code, _, body := ts.do("POST", "/v1/projections?wait=proof", "application/json", ts.projection("urn:p:slow"))
+	var acc Accepted
+	json.Unmarshal(body, &acc)
+	if code != 201 || acc.Proof != "" || !strings.Contains(acc.ProofPending, "/v1/proof/0") {
+		t.Fatalf("wait=proof past its timeout = %d %s; want 201 with proof_pending", code, body)
+	}
+	code, _, body = ts.do("GET", "/v1/consistency?from=5&to=2", "", nil)
+	if code != 400 || refusalOf(t, body).Code != "bad_request" {
+		t.Errorf("consistency from > to = %d %s, want 400", code, body)
 	}
 }

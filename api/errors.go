@@ -37,6 +37,7 @@ const (
 	codeUnavailable      = "unavailable"
 	codeRequestTimeout   = "request_timeout"
 	codeStorage          = "storage_unavailable"
+	codeOutcomeUnknown   = "outcome_unknown"
 	codeManifestCorrupt  = "manifest_corrupt"
 	codeManifestMissing  = "manifest_missing"
 	codeTileDamaged      = "tile_damaged"
@@ -75,6 +76,8 @@ func status(err error) (int, Refusal) {
 		return http.StatusInternalServerError, Refusal{Code: codeManifestCorrupt, Detail: "the stored manifest does not hash to its root, so it is not served; the operator must restore it (memtrail fsck reports it)"}
 	case errors.Is(err, mlog.ErrTileDamaged):
 		return http.StatusInternalServerError, Refusal{Code: codeTileDamaged, Detail: "a stored tile is damaged, so nothing is built from it; the operator must repair it (memtrail fsck)"}
+	case errors.Is(err, mlog.ErrOutcomeUnknown):
+		return http.StatusServiceUnavailable, Refusal{Code: codeOutcomeUnknown, Detail: err.Error()}
 	case errors.Is(err, mlog.ErrStorageUnavailable):
 		return http.StatusServiceUnavailable, Refusal{Code: codeStorage, Detail: "the log cannot write to its storage (the server log says why); nothing was logged; retry after the time in Retry-After"}
 	case errors.Is(err, mlog.ErrNotPublished):

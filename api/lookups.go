@@ -354,6 +354,10 @@ func (s *Server) serveConsistency(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("from and to must be decimal integers"))
 		return
 	}
+	if from > to {
+		s.writeError(w, r, badRequest("from must not exceed to"))
+		return
+	}
 	path, err := s.log.ConsistencyProof(r.Context(), from, to)
 	if err != nil {
 		s.writeError(w, r, err)

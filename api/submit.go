@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net"
@@ -28,6 +29,10 @@ type Accepted struct {
 	// the entry's tlog-proof against it.
 	Checkpoint string `json:"checkpoint,omitempty"`
 	Proof      string `json:"proof,omitempty"`
+	// ProofPending says why a ?wait=proof answer has no proof: the entry
+	// is logged, but no checkpoint covered it in time. Fetch the proof
+	// later from GET /v1/proof/{index}.
+	ProofPending string `json:"proof_pending,omitempty"`
 }
 
 // maxBody is the body cap of each single-submission endpoint.
@@ -178,8 +183,7 @@ func (s *Server) submitHandler(kind receipts.Kind) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		acc, err := s.submit(r.Context(), body, kind, wait)
-		s.release()
+		acc, err := s.submitOrdered(r.Context(), body, kind, wait, nil, nil, sync.OnceFunc(s.release))
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -188,15 +192,13 @@ func (s *Server) submitHandler(kind receipts.Kind) http.HandlerFunc {
 	}
 }
 
-// submit parses, verifies and logs one submission. kind, if not empty, is
-// the kind the endpoint accepts.
-func (s *Server) submit(ctx context.Context, body []byte, kind receipts.Kind, wait bool) (*Accepted, error) {
-	return s.submitOrdered(ctx, body, kind, wait, nil, nil)
-}
-
-// submitOrdered is submit with the lineage ordering of log.SubmitOrdered;
-// decided is closed on every path.
-func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.Kind, wait bool, after <-chan struct{}, decided chan struct{}) (*Accepted, error) {
+// submitOrdered parses, verifies and logs one submission, with the
+// lineage ordering of log.SubmitOrdered; decided is closed on every path.
+// kind, if not empty, is the kind the endpoint accepts. release gives back
+// the in-flight slot: it is called once the log has answered, before any
+// wait for a checkpoint, which holds no parsed receipt.
+func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.Kind, wait bool, after <-chan struct{}, decided chan struct{}, release func()) (*Accepted, error) {
+	defer release()
 	sub, err := s.parse(ctx, body)
 	if err != nil {
 		forward(after, decided)
@@ -210,6 +212,7 @@ func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.K
 		return nil, err
 	}
 	a, err := s.log.SubmitOrdered(ctx, sub, after, decided)
+	release()
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +221,11 @@ func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.K
 		wctx, cancel := context.WithTimeout(ctx, s.cfg.WaitTimeout)
 		defer cancel()
 		cp, err := s.log.WaitPublished(wctx, a.Index)
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			// Logged all the same: say so, with where the proof will be.
+			acc.ProofPending = fmt.Sprintf("no published checkpoint covered index %d within %s (the witnesses may be slow); the entry is logged, fetch its proof from /v1/proof/%d", a.Index, s.cfg.WaitTimeout, a.Index)
+			return acc, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -391,7 +399,8 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 				prev = decided
 			}
 			go func(i int, line []byte) {
-				defer func() { s.release(); wg.Done() }()
+				release := sync.OnceFunc(s.release)
+				defer func() { release(); wg.Done() }()
 				res := BatchResult{Line: i + 1}
 				line = bytes.TrimSpace(line)
 				if len(line) == 0 {
@@ -400,7 +409,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 					results[i] <- res
 					return
 				}
-				acc, err := s.submitOrdered(ctx, line, "", wait, after, decided)
+				acc, err := s.submitOrdered(ctx, line, "", wait, after, decided, release)
 				if err != nil {
 					st, ref := status(err)
 					if st == http.StatusInternalServerError {

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/memtrail/memtrail/receipts"
@@ -65,6 +66,26 @@ func (c *claims) failed(k claimKey, cl *claim, err error) {
 	c.mu.Lock()
 	delete(c.m, k)
 	c.mu.Unlock()
+}
+
+// unknown resolves an owned claim whose submission may or may not have
+// been logged: sequencing failed in a way that does not say. The claim
+// stays, so the id cannot be logged a second time: later submissions of it
+// are refused with err until the indexer finds the id in the log (forget)
+// or a restart rebuilds the claims from the log.
+func (c *claims) unknown(cl *claim, err error) {
+	cl.err = err
+	close(cl.done)
+}
+
+// resolveFailed resolves an owned claim after a failed append: released
+// if nothing was logged, held if the outcome is unknown.
+func (c *claims) resolveFailed(k claimKey, cl *claim, err error) {
+	if errors.Is(err, ErrOutcomeUnknown) {
+		c.unknown(cl, err)
+		return
+	}
+	c.failed(k, cl, err)
 }
 
 // loggedAt returns the index where a claimed id was logged, if its claim

@@ -76,7 +76,19 @@ type FsckOptions struct {
 // checkpoint; every entry is a receipt; the index agrees with the log (every
 // id at the index of its entry, no id twice); every compaction's manifest is
 // present and intact. With Repair it fixes what can be fixed from the log.
+//
+// Fsck takes the directory's lock, so it refuses (ErrDirInUse) while
+// memtrail serve runs on it; a directory it cannot write is checked
+// without the lock, but not repaired.
 func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error) {
+	lock, err := lockDir(dir)
+	switch {
+	case errors.Is(err, ErrDirInUse):
+		return nil, fmt.Errorf("%w: stop memtrail serve before checking its directory", err)
+	case err != nil && opts.Repair:
+		return nil, err
+	}
+	defer lock.release()
 	tiles := filepath.Join(dir, tilesDir)
 	rep := &FsckReport{Entries: map[string]uint64{}}
 	size, root, err := readTreeState(tiles)

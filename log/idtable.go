@@ -293,9 +293,10 @@ func (t *idTable) sync() error {
 		}
 		q := p
 		for q < pages && t.dirtyPage[q/64]&(1<<(q%64)) != 0 {
-			t.dirtyPage[q/64] &^= 1 << (q % 64)
 			q++
 		}
+		// On failure the pages stay marked, so the next sync writes them
+		// again, and the durable watermark does not move.
 		if err := t.writeAt(t.m[p*pageSize:q*pageSize], int64(p*pageSize)); err != nil {
 			return err
 		}
@@ -304,6 +305,7 @@ func (t *idTable) sync() error {
 	if err := t.f.Sync(); err != nil {
 		return fmt.Errorf("couldn't sync id table: %w", err)
 	}
+	clear(t.dirtyPage)
 	t.durable = wm
 	t.writeHeader()
 	t.dirty = false

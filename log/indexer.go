@@ -50,6 +50,16 @@ func newIndexer(l *Log, watermark uint64) *indexer {
 
 func (ix *indexer) add(e Entry, pe *pendingEntry) {
 	ix.mu.Lock()
+	if e.Index < ix.next {
+		// Already applied from the tiles while it was on its way here.
+		ix.mu.Unlock()
+		if pe != nil {
+			ix.l.lineage.mu.Lock()
+			ix.l.lineage.remove(pe)
+			ix.l.lineage.mu.Unlock()
+		}
+		return
+	}
 	ix.pending[e.Index] = pendingItem{e: e, pe: pe}
 	ix.mu.Unlock()
 	select {
@@ -149,22 +159,38 @@ func (ix *indexer) apply(ctx context.Context, first uint64, run []pendingItem) b
 		}
 	}
 	ix.l.claims.forget(keys)
-	ix.l.lineage.mu.Lock()
-	for i := range run {
-		if run[i].pe != nil {
-			ix.l.lineage.remove(run[i].pe)
-		}
-	}
-	ix.l.lineage.mu.Unlock()
+	// Retire the pending state of the run: the handles it carries, and any
+	// that arrived in memory while it was read from the tiles.
+	var retired []*pendingEntry
 	ix.mu.Lock()
 	for i := range run {
-		delete(ix.pending, run[i].e.Index)
+		if run[i].pe != nil {
+			retired = append(retired, run[i].pe)
+		}
+		if p, ok := ix.pending[run[i].e.Index]; ok {
+			if p.pe != nil && p.pe != run[i].pe {
+				retired = append(retired, p.pe)
+			}
+			delete(ix.pending, run[i].e.Index)
+		}
 	}
 	ix.next = first + uint64(len(run))
 	ix.since = time.Time{}
 	ix.err = nil
 	ix.idle.Broadcast()
 	ix.mu.Unlock()
+	ix.l.lineage.mu.Lock()
+	for _, pe := range retired {
+		ix.l.lineage.remove(pe)
+	}
+	// Lineage entries whose sequencing failed with an unknown outcome but
+	// which are in the log after all: the index has them now.
+	if ix.l.lineage.unknowns > 0 {
+		for i := range run {
+			ix.l.lineage.settleUnknown(run[i].e)
+		}
+	}
+	ix.l.lineage.mu.Unlock()
 	ix.l.Metrics.indexed.Store(first + uint64(len(run)))
 	return true
 }
@@ -182,10 +208,14 @@ func (ix *indexer) catchUp(ctx context.Context, size uint64) error {
 		if err != nil {
 			return err
 		}
+		// Entries that did arrive in memory keep their lineage handle, so
+		// applying them from the tiles also retires their pending state.
 		run := make([]pendingItem, len(entries))
+		ix.mu.Lock()
 		for i := range entries {
-			run[i] = pendingItem{e: entries[i]}
+			run[i] = pendingItem{e: entries[i], pe: ix.pending[entries[i].Index].pe}
 		}
+		ix.mu.Unlock()
 		if !ix.apply(ctx, first, run) {
 			ix.mu.Lock()
 			err := ix.err

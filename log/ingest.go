@@ -47,6 +47,13 @@ func (e *ReplayError) Unwrap() error {
 	return &receipts.Error{Code: e.Code(), Reason: fmt.Sprintf("already logged at index %d", e.FirstIndex)}
 }
 
+// ErrOutcomeUnknown is returned when sequencing failed in a way that does
+// not say whether the entry was logged. The id (and, for lineage entries,
+// what they decide) stays held: a resubmission is refused with this error
+// until the log shows the entry or memtrail restarts and rebuilds its
+// state from the log.
+var ErrOutcomeUnknown = errors.New("the outcome of sequencing is unknown")
+
 // ErrPushback is returned when the log is overloaded; retry later.
 var ErrPushback = tessera.ErrPushback
 
@@ -71,7 +78,9 @@ func (l *Log) SubmitOrdered(ctx context.Context, sub *receipts.Submission, after
 	if sub.Receipt.Kind() == receipts.KindProjection {
 		o.forward()
 	}
-	defer o.close()
+	// A submission refused before its decision passes the chain on only
+	// once the previous decision is taken, so the order holds past it.
+	defer o.forward()
 	acc, err := l.submit(ctx, sub, o)
 	l.Metrics.observeSubmit(sub.Receipt.Kind(), err, time.Since(start))
 	return acc, err
@@ -122,6 +131,12 @@ func forwardOrder(after <-chan struct{}, decided chan struct{}) {
 		close(decided)
 		return
 	}
+	select {
+	case <-after:
+		close(decided)
+		return
+	default:
+	}
 	go func() {
 		<-after
 		close(decided)
@@ -158,13 +173,16 @@ func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*
 			if cl.err == nil {
 				return nil, &ReplayError{Kind: key.kind, ID: key.id, FirstIndex: cl.idx}
 			}
+			if errors.Is(cl.err, ErrOutcomeUnknown) {
+				return nil, fmt.Errorf("%w: an earlier submission of %s %q failed in sequencing and may be in the log; the id is held until the log shows it or memtrail restarts", ErrOutcomeUnknown, key.kind, key.id)
+			}
 			continue // the earlier submission failed; this one may go ahead
 		}
 		if l.seen != nil && !l.seen.mayContain(key.kind, key.id) {
 			// Never indexed, and not claimed: new.
 			acc, err := l.append(ctx, sub, o)
 			if err != nil {
-				l.claims.failed(key, cl, err)
+				l.claims.resolveFailed(key, cl, err)
 				return nil, err
 			}
 			l.claims.logged(cl, acc.Index)
@@ -181,7 +199,7 @@ func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*
 		}
 		acc, err := l.append(ctx, sub, o)
 		if err != nil {
-			l.claims.failed(key, cl, err)
+			l.claims.resolveFailed(key, cl, err)
 			return nil, err
 		}
 		l.claims.logged(cl, acc.Index)
@@ -287,23 +305,34 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*
 	}
 	idx, err := future()
 	if err != nil {
-		if pe != nil {
-			l.lineage.mu.Lock()
-			l.lineage.remove(pe)
-			l.lineage.mu.Unlock()
-			close(pe.done)
-		}
 		if errors.Is(err, tessera.ErrPushback) {
+			// Refused before sequencing: nothing was written.
+			if pe != nil {
+				l.lineage.mu.Lock()
+				l.lineage.remove(pe)
+				l.lineage.mu.Unlock()
+				close(pe.done)
+			}
 			l.Metrics.pushback.Add(1)
 			return nil, fmt.Errorf("log is overloaded: %w", ErrPushback)
 		}
-		return nil, l.storage.failed(fmt.Errorf("couldn't sequence entry: %w", err))
+		// Any other failure leaves the outcome unknown: the entry may be
+		// in the tree. Its id and lineage stay held, so nothing can be
+		// logged that would contradict it.
+		l.Metrics.outcomeUnknown.Add(1)
+		if pe != nil {
+			l.lineage.mu.Lock()
+			l.lineage.markUnknown(pe)
+			l.lineage.mu.Unlock()
+			close(pe.done)
+		}
+		l.logger.Error("sequencing failed with an unknown outcome; the id stays held until the log shows it or memtrail restarts", "kind", e.Kind, "id", e.ID, "error", err)
+		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, l.storage.failed(fmt.Errorf("couldn't sequence entry: %w", err)))
 	}
 	e.Index = idx.Index
 	if pe != nil {
 		l.lineage.mu.Lock()
-		pe.entry.Index = idx.Index
-		pe.sequenced = true
+		l.lineage.sequenced(pe, idx.Index)
 		l.lineage.mu.Unlock()
 		close(pe.done)
 	}

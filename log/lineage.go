@@ -18,6 +18,16 @@ type lineage struct {
 	compactions  map[string]*pendingEntry // by compaction_event_id
 	supersededBy map[string]*pendingEntry // superseded compaction id → its superseder
 	tombstones   map[string]*pendingEntry // by purged item digest
+
+	// unsequenced maps an item digest to the pending compactions that
+	// include it and have no index yet. Tessera may sequence two batches
+	// in either order, so a tombstone is not enqueued until every
+	// compaction accepted before it that holds its item has an index:
+	// otherwise that compaction could land after the purge.
+	unsequenced map[string][]*pendingEntry
+
+	// unknowns counts the entries held with an unknown outcome.
+	unknowns int
 }
 
 // A pendingEntry is a lineage entry between its acceptance and its arrival
@@ -25,6 +35,7 @@ type lineage struct {
 type pendingEntry struct {
 	entry     Entry
 	sequenced bool          // entry.Index is valid
+	unknown   bool          // sequencing failed without saying whether it was logged
 	done      chan struct{} // closed once sequenced or failed
 }
 
@@ -32,6 +43,7 @@ func (g *lineage) init() {
 	g.compactions = map[string]*pendingEntry{}
 	g.supersededBy = map[string]*pendingEntry{}
 	g.tombstones = map[string]*pendingEntry{}
+	g.unsequenced = map[string][]*pendingEntry{}
 }
 
 // add registers p (g.mu held).
@@ -42,8 +54,62 @@ func (g *lineage) add(p *pendingEntry) {
 		if p.entry.Supersedes != "" {
 			g.supersededBy[p.entry.Supersedes] = p
 		}
+		for _, it := range p.entry.Items {
+			g.unsequenced[it] = append(g.unsequenced[it], p)
+		}
 	case receipts.KindTombstone:
 		g.tombstones[p.entry.Item] = p
+	}
+}
+
+// markUnknown holds p after a sequencing failure that does not say
+// whether it was logged (g.mu held).
+func (g *lineage) markUnknown(p *pendingEntry) {
+	p.unknown = true
+	g.unknowns++
+	g.unlinkItems(p)
+}
+
+// settleUnknown retires the held entry with e's id once e is in the index
+// (g.mu held).
+func (g *lineage) settleUnknown(e Entry) {
+	var p *pendingEntry
+	switch e.Kind {
+	case receipts.KindCompaction:
+		p = g.compactions[e.ID]
+	case receipts.KindTombstone:
+		p = g.tombstones[e.Item]
+	}
+	if p != nil && p.unknown && p.entry.ID == e.ID {
+		g.remove(p)
+	}
+}
+
+// sequenced records p's index (g.mu held).
+func (g *lineage) sequenced(p *pendingEntry, index uint64) {
+	p.entry.Index = index
+	p.sequenced = true
+	g.unlinkItems(p)
+}
+
+// unlinkItems drops compaction p from the unsequenced item map.
+func (g *lineage) unlinkItems(p *pendingEntry) {
+	if p.entry.Kind != receipts.KindCompaction {
+		return
+	}
+	for _, it := range p.entry.Items {
+		ps := g.unsequenced[it]
+		for i, q := range ps {
+			if q == p {
+				ps = append(ps[:i], ps[i+1:]...)
+				break
+			}
+		}
+		if len(ps) == 0 {
+			delete(g.unsequenced, it)
+		} else {
+			g.unsequenced[it] = ps
+		}
 	}
 }
 
@@ -53,13 +119,22 @@ func (g *lineage) remove(p *pendingEntry) {
 	case receipts.KindCompaction:
 		if g.compactions[p.entry.ID] == p {
 			delete(g.compactions, p.entry.ID)
+			if p.unknown {
+				g.unknowns--
+			}
 		}
 		if p.entry.Supersedes != "" && g.supersededBy[p.entry.Supersedes] == p {
 			delete(g.supersededBy, p.entry.Supersedes)
 		}
+		if !p.sequenced {
+			g.unlinkItems(p)
+		}
 	case receipts.KindTombstone:
 		if g.tombstones[p.entry.Item] == p {
 			delete(g.tombstones, p.entry.Item)
+			if p.unknown {
+				g.unknowns--
+			}
 		}
 	}
 }
@@ -70,6 +145,20 @@ type errWait struct{ ch chan struct{} }
 
 func (e errWait) Error() string { return "waiting for an earlier lineage entry to be sequenced" }
 
+// settled returns nil once p has an index, errWait while it is queued, and
+// ErrOutcomeUnknown if its sequencing failed without saying whether it was
+// logged: no decision that depends on it can be taken until the log shows
+// it or memtrail restarts.
+func (p *pendingEntry) settled() error {
+	switch {
+	case p.sequenced:
+		return nil
+	case p.unknown:
+		return fmt.Errorf("%w: it depends on %s %q, whose sequencing failed and which may be in the log; retry after memtrail restarts", ErrOutcomeUnknown, p.entry.Kind, p.entry.ID)
+	}
+	return errWait{p.done}
+}
+
 // decideCompaction applies the lineage rules to compaction c with manifest
 // mf (g.mu held).
 func (l *Log) decideCompaction(ctx context.Context, c *receipts.Compaction, mf *receipts.Manifest) error {
@@ -78,8 +167,8 @@ func (l *Log) decideCompaction(ctx context.Context, c *receipts.Compaction, mf *
 	// No item may already be purged.
 	for _, it := range items {
 		if p, ok := g.tombstones[it]; ok {
-			if !p.sequenced {
-				return errWait{p.done}
+			if err := p.settled(); err != nil {
+				return err
 			}
 			return refusal(receipts.CodeItemPurged, "manifest", "item %s was tombstoned at index %d", it, p.entry.Index)
 		}
@@ -103,15 +192,15 @@ func (l *Log) decideSupersession(ctx context.Context, c *receipts.Compaction, it
 	g := &l.lineage
 	target := c.Supersedes
 	if p, ok := g.supersededBy[target]; ok {
-		if !p.sequenced {
-			return errWait{p.done}
+		if err := p.settled(); err != nil {
+			return err
 		}
 		return refusal(receipts.CodeSupersessionInvalid, "supersedes", "compaction %s was already superseded by %s at index %d", target, p.entry.ID, p.entry.Index)
 	}
 	var oldItems []string
 	if p, ok := g.compactions[target]; ok {
-		if !p.sequenced {
-			return errWait{p.done}
+		if err := p.settled(); err != nil {
+			return err
 		}
 		oldItems = p.entry.Items
 	} else {
@@ -140,8 +229,8 @@ func (l *Log) decideSupersession(ctx context.Context, c *receipts.Compaction, it
 	purged := map[string]bool{}
 	for _, it := range oldItems {
 		if p, ok := g.tombstones[it]; ok {
-			if !p.sequenced {
-				return errWait{p.done}
+			if err := p.settled(); err != nil {
+				return err
 			}
 			purged[it] = true
 		}
@@ -175,11 +264,16 @@ func (l *Log) decideSupersession(ctx context.Context, c *receipts.Compaction, it
 	return nil
 }
 
-// decideTombstone refuses a second tombstone for one item (g.mu held).
+// decideTombstone refuses a second tombstone for one item (g.mu held),
+// and holds a tombstone back until the compactions accepted before it that
+// include its item are sequenced.
 func (l *Log) decideTombstone(ctx context.Context, t *receipts.Tombstone) error {
+	if ps := l.lineage.unsequenced[t.ItemDigest]; len(ps) > 0 {
+		return errWait{ps[0].done}
+	}
 	if p, ok := l.lineage.tombstones[t.ItemDigest]; ok {
-		if !p.sequenced {
-			return errWait{p.done}
+		if err := p.settled(); err != nil {
+			return err
 		}
 		return refusal(receipts.CodeItemPurged, "item_digest", "item was already tombstoned by %s at index %d", p.entry.ID, p.entry.Index)
 	}

@@ -95,6 +95,7 @@ type Log struct {
 	logger    *slog.Logger
 
 	cancel context.CancelFunc
+	lock   *dirLock
 	done   sync.WaitGroup
 }
 
@@ -143,7 +144,17 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, tilesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("log: couldn't create data directory: %w", err)
 	}
-	l := &Log{cfg: cfg, origin: signer.Name(), vkey: vkey, verifier: verifier, logger: cfg.Logger, Metrics: newMetrics()}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			lock.release()
+		}
+	}()
+	l := &Log{cfg: cfg, origin: signer.Name(), vkey: vkey, verifier: verifier, logger: cfg.Logger, Metrics: newMetrics(), lock: lock}
 	l.Metrics.witnessing = cfg.Witnesses != nil
 	trust := cfg.Trust
 	if trust == nil {
@@ -224,7 +235,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	l.appender, l.shutdown, l.reader = appender, shutdown, reader
 	l.seq = newSequencer(addFunc(appender), int(cfg.BatchMaxSize))
-	l.awaiter = tessera.NewPublicationAwaiter(runCtx, reader.ReadCheckpoint, cfg.CheckpointInterval/4)
+	l.awaiter = tessera.NewPublicationAwaiter(runCtx, reader.ReadCheckpoint, min(cfg.CheckpointInterval/4, 250*time.Millisecond))
 
 	// Bring the index up to the integrated size before accepting writes.
 	wm, err := l.index.Watermark(ctx)
@@ -278,6 +289,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		l.archiveCheckpoints(runCtx)
 	}()
 	l.Metrics.treeSize.Store(size)
+	opened = true
 	return l, nil
 }
 
@@ -323,6 +335,7 @@ func (l *Log) Close(ctx context.Context) error {
 	if err := l.index.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	l.lock.release()
 	return errors.Join(errs...)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/memtrail/memtrail/internal/gen"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
+	"github.com/transparency-dev/tessera"
 )
 
 type testLog struct {
@@ -374,4 +375,133 @@ func TestProofs(t *testing.T) {
 	if _, err := tl.ConsistencyProof(ctx, 5, 20); err != nil {
 		t.Errorf("ConsistencyProof: %v", err)
 	}
+}
+
+func TestTombstoneWaitsForUnsequencedCompaction(t *testing.T) {
+	// Tessera may sequence two batches in either order, so a tombstone
+	// must not be enqueued while a compaction accepted before it that
+	// includes its item has no index yet.
+	tl := newTestLog(t)
+	items := gen.Items("order", 2)
+	sub := tl.compaction("urn:c:pending", items, "", nil)
+	pe := &pendingEntry{entry: Entry{Kind: receipts.KindCompaction, ID: "urn:c:pending", Items: manifestItems(sub.Manifest)}, done: make(chan struct{})}
+	ts := tl.tombstone("urn:t:1", items[1].ItemDigest).Receipt.(*receipts.Tombstone)
+	g := &tl.lineage
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.add(pe)
+	var w errWait
+	if err := tl.decideTombstone(context.Background(), ts); !errors.As(err, &w) || w.ch != pe.done {
+		t.Fatalf("decideTombstone with an unsequenced compaction = %v, want a wait on it", err)
+	}
+	g.sequenced(pe, 7)
+	if err := tl.decideTombstone(context.Background(), ts); err != nil {
+		t.Fatalf("decideTombstone once the compaction is sequenced = %v", err)
+	}
+	if len(g.unsequenced) != 0 {
+		t.Errorf("unsequenced map keeps %d items after sequencing", len(g.unsequenced))
+	}
+	g.remove(pe)
+	if len(g.compactions) != 0 {
+		t.Errorf("compaction still pending after remove")
+	}
+}
+
+func TestIndexerRetiresLateArrivals(t *testing.T) {
+	// An entry applied from the tiles before its in-memory hand-off
+	// arrives must not leave its lineage state behind.
+	tl := newTestLog(t)
+	tl.mustSubmit(tl.projection("urn:p:1"))
+	tl.waitIndexed(1)
+	pe := &pendingEntry{entry: Entry{Kind: receipts.KindTombstone, ID: "urn:t:late", Item: "sha256:late"}, sequenced: true, done: make(chan struct{})}
+	tl.lineage.mu.Lock()
+	tl.lineage.add(pe)
+	tl.lineage.mu.Unlock()
+	tl.indexer.add(Entry{Kind: receipts.KindTombstone, ID: "urn:t:late", Index: 0}, pe)
+	tl.lineage.mu.Lock()
+	defer tl.lineage.mu.Unlock()
+	if len(tl.lineage.tombstones) != 0 {
+		t.Errorf("late arrival left %d pending tombstones", len(tl.lineage.tombstones))
+	}
+	tl.indexer.mu.Lock()
+	defer tl.indexer.mu.Unlock()
+	if len(tl.indexer.pending) != 0 {
+		t.Errorf("late arrival queued below the watermark")
+	}
+}
+
+func TestSequencingOutcomeUnknownHoldsID(t *testing.T) {
+	// A sequencing failure that does not say whether the entry was logged
+	// must never let the id be logged twice.
+	tl := newTestLog(t)
+	ctx := context.Background()
+	setAdd := func(f func(*tessera.Entry) tessera.IndexFuture) {
+		tl.seq.mu.Lock()
+		tl.seq.add = f
+		tl.seq.mu.Unlock()
+	}
+	real := tl.seq.add
+	setAdd(func(*tessera.Entry) tessera.IndexFuture {
+		return func() (tessera.Index, error) { return tessera.Index{}, errors.New("bundle write timed out") }
+	})
+	p := tl.projection("urn:p:unknown")
+	items := gen.Items("held", 2)
+	ts := tl.tombstone("urn:t:unknown", items[0].ItemDigest)
+	for _, sub := range []*receipts.Submission{p, ts} {
+		if _, err := tl.Submit(ctx, sub); !errors.Is(err, ErrOutcomeUnknown) {
+			t.Fatalf("Submit with a failing sequencer = %v, want ErrOutcomeUnknown", err)
+		}
+	}
+	setAdd(real)
+	if _, err := tl.Submit(ctx, p); !errors.Is(err, ErrOutcomeUnknown) {
+		t.Errorf("resubmission of a held id = %v, want ErrOutcomeUnknown", err)
+	}
+	if _, err := tl.Submit(ctx, tl.compaction("urn:c:1", items, "", nil)); !errors.Is(err, ErrOutcomeUnknown) {
+		t.Errorf("compaction over an item whose tombstone is held = %v, want ErrOutcomeUnknown", err)
+	}
+	tl.mustSubmit(tl.projection("urn:p:other"))
+	// After a restart the state comes from the log, where neither is.
+	tl2 := tl.reopen()
+	tl2.mustSubmit(p)
+	tl2.mustSubmit(ts)
+}
+
+func TestRefusedLinePassesOrderOn(t *testing.T) {
+	// A line refused before its decision must not let the next line decide
+	// before the line ahead of it has.
+	tl := newTestLog(t)
+	after := make(chan struct{})
+	decided := make(chan struct{})
+	other, _ := gen.NewSigners()
+	ts, err := other.Tombstone("urn:t:bad", gen.Items("x", 1)[0].ItemDigest, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tl.SubmitOrdered(context.Background(), &receipts.Submission{Receipt: ts}, after, decided); err == nil {
+		t.Fatal("tampered tombstone accepted")
+	}
+	select {
+	case <-decided:
+		t.Fatal("refused line signalled its decision before the line ahead of it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(after)
+	select {
+	case <-decided:
+	case <-time.After(5 * time.Second):
+		t.Fatal("refused line never passed the order on")
+	}
+}
+
+func TestDirLock(t *testing.T) {
+	tl := newTestLog(t)
+	_, err := Open(context.Background(), Config{Dir: tl.dir, SigningKey: tl.skey, Trust: tl.s.Trust(tl.now)})
+	if !errors.Is(err, ErrDirInUse) {
+		t.Fatalf("second Open of one directory = %v, want ErrDirInUse", err)
+	}
+	if _, err := Fsck(context.Background(), tl.dir, FsckOptions{}); !errors.Is(err, ErrDirInUse) {
+		t.Fatalf("Fsck of a running log's directory = %v, want ErrDirInUse", err)
+	}
+	tl2 := tl.reopen() // Close releases the lock
+	tl2.mustSubmit(tl2.projection("urn:p:after-lock"))
 }

@@ -168,12 +168,28 @@ func (l *Log) ConsistencyProof(ctx context.Context, from, to uint64) ([][]byte, 
 
 // WaitPublished blocks until a published checkpoint covers index and
 // returns that checkpoint.
+//
+// Tessera's awaiter notices a cancelled context only at its next poll, so
+// the wait runs aside and ctx is honoured at once.
 func (l *Log) WaitPublished(ctx context.Context, index uint64) ([]byte, error) {
-	_, cp, err := l.awaiter.Await(ctx, func() (tessera.Index, error) { return tessera.Index{Index: index}, nil })
-	if err != nil {
-		return nil, fmt.Errorf("couldn't wait for publication: %w", err)
+	type result struct {
+		cp  []byte
+		err error
 	}
-	return cp, nil
+	ch := make(chan result, 1)
+	go func() {
+		_, cp, err := l.awaiter.Await(ctx, func() (tessera.Index, error) { return tessera.Index{Index: index}, nil })
+		ch <- result{cp, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("couldn't wait for publication: %w", r.err)
+		}
+		return r.cp, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("couldn't wait for publication: %w", ctx.Err())
+	}
 }
 
 // LookupID returns the index where id was logged for kind: from the index

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -91,7 +92,12 @@ func (x *SQLiteIndex) syncLoop() {
 		case <-x.stop:
 			return
 		case <-t.C:
-			x.ids.sync()
+			// A failed sync loses nothing: the durable watermark stays
+			// put and the pages stay marked, so the next pass (or the
+			// next start, re-applying from the log) catches up.
+			if err := x.ids.sync(); err != nil {
+				slog.Error("couldn't sync the id table", "error", err)
+			}
 		}
 	}
 }

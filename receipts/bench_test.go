@@ -78,3 +78,18 @@ func BenchmarkParseLeaf(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBareEd25519VerifyParallel is the bare verification rate on every
+// core: the floor for a verifying log or audit on this machine.
+func BenchmarkBareEd25519VerifyParallel(b *testing.B) {
+	v := loadEmilia(b)
+	r, _ := ParseProjectionRecord(v.Projection.Record)
+	pins, _ := ParseAdapterPins(v.AdapterPin)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !ed25519.Verify(pins[0].PublicKey, r.SignedBytes(), r.Proof.Signature) {
+				b.Error("verify")
+			}
+		}
+	})
+}

@@ -124,6 +124,9 @@ func runSubmit(args []string) error {
 		} else {
 			fmt.Fprintf(out, "%s: refused (%d %s): %s\n", files[i], res.Status, res.Code, res.Detail)
 		}
+		if res.Accepted != nil && wait && res.ProofPending != "" && !*jsonFlag {
+			fmt.Fprintf(out, "%s: no proof yet: %s\n", files[i], res.ProofPending)
+		}
 		if res.Accepted != nil && *proofDirFlag != "" && res.Proof != "" {
 			p := filepath.Join(*proofDirFlag, filepath.Base(files[i])+".tlog-proof")
 			if err := os.WriteFile(p, []byte(res.Proof), 0o644); err != nil {
