@@ -118,7 +118,7 @@ func (s *Server) serveCompaction(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	info, err := s.log.Index().Compaction(r.Context(), id)
+	info, err := s.log.Compaction(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -172,7 +172,7 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	cs, err := s.log.Index().CompactionsIncluding(ctx, item)
+	cs, err := s.log.CompactionsIncluding(ctx, item)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -181,7 +181,7 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 	for _, c := range cs {
 		st.Compactions = append(st.Compactions, ItemCompaction{ID: c.ID, Index: c.Index, State: c.State(), SupersededBy: c.SupersededBy})
 	}
-	ts, err := s.log.Index().Tombstone(ctx, item)
+	ts, err := s.log.Tombstone(ctx, item)
 	switch {
 	case err == nil:
 		st.Tombstone = &ItemTombstone{ID: ts.ID, Index: ts.Index, PurgedAt: ts.PurgedAt}

@@ -71,11 +71,31 @@ func (c *claims) failed(k claimKey, cl *claim, err error) {
 // unknown resolves an owned claim whose submission may or may not have
 // been logged: sequencing failed in a way that does not say. The claim
 // stays, so the id cannot be logged a second time: later submissions of it
-// are refused with err until the indexer finds the id in the log (forget)
-// or a restart rebuilds the claims from the log.
+// are refused with err until the log settles the outcome (see unsettled).
 func (c *claims) unknown(cl *claim, err error) {
 	cl.err = err
 	close(cl.done)
+}
+
+// releaseUnknown drops the claim on k if it is held with an unknown
+// outcome, and reports whether it did.
+func (c *claims) releaseUnknown(k claimKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl, ok := c.m[k]
+	if !ok {
+		return true // already gone
+	}
+	select {
+	case <-cl.done:
+	default:
+		return false
+	}
+	if !errors.Is(cl.err, ErrOutcomeUnknown) {
+		return false
+	}
+	delete(c.m, k)
+	return true
 }
 
 // resolveFailed resolves an owned claim after a failed append: released

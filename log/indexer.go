@@ -86,6 +86,7 @@ func (ix *indexer) run(ctx context.Context) {
 		}
 		for ix.step(ctx) {
 		}
+		ix.l.settleUnknowns(ctx)
 	}
 }
 

@@ -50,8 +50,8 @@ func (e *ReplayError) Unwrap() error {
 // ErrOutcomeUnknown is returned when sequencing failed in a way that does
 // not say whether the entry was logged. The id (and, for lineage entries,
 // what they decide) stays held: a resubmission is refused with this error
-// until the log shows the entry or memtrail restarts and rebuilds its
-// state from the log.
+// until the index settles whether the entry was logged (see unsettled),
+// normally within seconds.
 var ErrOutcomeUnknown = errors.New("the outcome of sequencing is unknown")
 
 // ErrPushback is returned when the log is overloaded; retry later.
@@ -174,7 +174,7 @@ func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*
 				return nil, &ReplayError{Kind: key.kind, ID: key.id, FirstIndex: cl.idx}
 			}
 			if errors.Is(cl.err, ErrOutcomeUnknown) {
-				return nil, fmt.Errorf("%w: an earlier submission of %s %q failed in sequencing and may be in the log; the id is held until the log shows it or memtrail restarts", ErrOutcomeUnknown, key.kind, key.id)
+				return nil, fmt.Errorf("%w: an earlier submission of %s %q failed in sequencing and may be in the log; the id is held until the index settles whether it was logged, normally within seconds", ErrOutcomeUnknown, key.kind, key.id)
 			}
 			continue // the earlier submission failed; this one may go ahead
 		}
@@ -326,7 +326,8 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*
 			l.lineage.mu.Unlock()
 			close(pe.done)
 		}
-		l.logger.Error("sequencing failed with an unknown outcome; the id stays held until the log shows it or memtrail restarts", "kind", e.Kind, "id", e.ID, "error", err)
+		l.unsettled.add(claimKey{kind: e.Kind, id: e.ID}, pe)
+		l.logger.Error("sequencing failed with an unknown outcome; the id stays held until the index settles it", "kind", e.Kind, "id", e.ID, "error", err)
 		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, l.storage.failed(fmt.Errorf("couldn't sequence entry: %w", err)))
 	}
 	e.Index = idx.Index

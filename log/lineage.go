@@ -147,14 +147,14 @@ func (e errWait) Error() string { return "waiting for an earlier lineage entry t
 
 // settled returns nil once p has an index, errWait while it is queued, and
 // ErrOutcomeUnknown if its sequencing failed without saying whether it was
-// logged: no decision that depends on it can be taken until the log shows
-// it or memtrail restarts.
+// logged: no decision that depends on it can be taken until the index
+// settles that.
 func (p *pendingEntry) settled() error {
 	switch {
 	case p.sequenced:
 		return nil
 	case p.unknown:
-		return fmt.Errorf("%w: it depends on %s %q, whose sequencing failed and which may be in the log; retry after memtrail restarts", ErrOutcomeUnknown, p.entry.Kind, p.entry.ID)
+		return fmt.Errorf("%w: it depends on %s %q, whose sequencing failed and which may be in the log; retry once the index has settled it, normally within seconds", ErrOutcomeUnknown, p.entry.Kind, p.entry.ID)
 	}
 	return errWait{p.done}
 }

@@ -25,6 +25,13 @@ type dirLock struct{ f *os.File }
 func lockDir(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, lockName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+		// A lock needs no write access; the directory's writability is
+		// checked, and reported, on its own.
+		if f, err = os.Open(path); err != nil {
+			return nil, fmt.Errorf("%w: couldn't open lock file: %w", ErrStorageUnavailable, err)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("couldn't open lock file: %w", err)
 	}

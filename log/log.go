@@ -41,8 +41,11 @@ type Config struct {
 	// CheckpointInterval is how often a checkpoint is published (default
 	// 1s; at least 100ms).
 	CheckpointInterval time.Duration
-	// PushbackMaxOutstanding bounds entries waiting to be sequenced; beyond
-	// it submissions fail with ErrPushback (default 65536).
+	// PushbackMaxOutstanding bounds the entries queued for the next
+	// sequencing pass; beyond it submissions fail with ErrPushback
+	// (default 65536). (Tessera's own pushback bound applies to its
+	// queue-based drivers; the POSIX driver integrates in line and ignores
+	// it, so the log enforces the bound in its own sequencer.)
 	PushbackMaxOutstanding uint
 
 	// Witnesses, when set, must cosign a checkpoint before it is
@@ -88,11 +91,14 @@ type Log struct {
 	cpu       chan struct{} // a slot per core for verification
 	seen      *seenFilter   // nil when the index cannot list its ids
 	lineage   lineage
-	indexer   *indexer
-	proofs    proofCache
-	storage   *storageGuard
-	Metrics   *Metrics
-	logger    *slog.Logger
+	unsettled unsettled
+	// settlePaused stops settling unknown outcomes (tests only).
+	settlePaused atomic.Bool
+	indexer      *indexer
+	proofs       proofCache
+	storage      *storageGuard
+	Metrics      *Metrics
+	logger       *slog.Logger
 
 	cancel context.CancelFunc
 	lock   *dirLock
@@ -234,7 +240,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("log: couldn't start appender: %w", err)
 	}
 	l.appender, l.shutdown, l.reader = appender, shutdown, reader
-	l.seq = newSequencer(addFunc(appender), int(cfg.BatchMaxSize))
+	l.seq = newSequencer(addFunc(appender), int(cfg.BatchMaxSize), int(cfg.PushbackMaxOutstanding))
 	l.awaiter = tessera.NewPublicationAwaiter(runCtx, reader.ReadCheckpoint, min(cfg.CheckpointInterval/4, 250*time.Millisecond))
 
 	// Bring the index up to the integrated size before accepting writes.

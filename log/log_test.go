@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -432,7 +434,8 @@ func TestIndexerRetiresLateArrivals(t *testing.T) {
 
 func TestSequencingOutcomeUnknownHoldsID(t *testing.T) {
 	// A sequencing failure that does not say whether the entry was logged
-	// must never let the id be logged twice.
+	// must never let the id be logged twice; once the index has caught up
+	// with the tree, the question is settled either way.
 	tl := newTestLog(t)
 	ctx := context.Background()
 	setAdd := func(f func(*tessera.Entry) tessera.IndexFuture) {
@@ -440,7 +443,9 @@ func TestSequencingOutcomeUnknownHoldsID(t *testing.T) {
 		tl.seq.add = f
 		tl.seq.mu.Unlock()
 	}
+	tl.settlePaused.Store(true)
 	real := tl.seq.add
+	// Not logged.
 	setAdd(func(*tessera.Entry) tessera.IndexFuture {
 		return func() (tessera.Index, error) { return tessera.Index{}, errors.New("bundle write timed out") }
 	})
@@ -452,18 +457,57 @@ func TestSequencingOutcomeUnknownHoldsID(t *testing.T) {
 			t.Fatalf("Submit with a failing sequencer = %v, want ErrOutcomeUnknown", err)
 		}
 	}
+	// Logged, though the append said it failed.
+	setAdd(func(e *tessera.Entry) tessera.IndexFuture {
+		f := real(e)
+		return func() (tessera.Index, error) {
+			if _, err := f(); err != nil {
+				return tessera.Index{}, err
+			}
+			return tessera.Index{}, errors.New("couldn't sync the state directory")
+		}
+	})
+	p2 := tl.projection("urn:p:unknown-but-logged")
+	if _, err := tl.Submit(ctx, p2); !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("Submit with a sequencer failing after the write = %v, want ErrOutcomeUnknown", err)
+	}
 	setAdd(real)
-	if _, err := tl.Submit(ctx, p); !errors.Is(err, ErrOutcomeUnknown) {
-		t.Errorf("resubmission of a held id = %v, want ErrOutcomeUnknown", err)
+	for _, sub := range []*receipts.Submission{p, p2} {
+		if _, err := tl.Submit(ctx, sub); !errors.Is(err, ErrOutcomeUnknown) {
+			t.Errorf("resubmission of a held id = %v, want ErrOutcomeUnknown", err)
+		}
 	}
 	if _, err := tl.Submit(ctx, tl.compaction("urn:c:1", items, "", nil)); !errors.Is(err, ErrOutcomeUnknown) {
 		t.Errorf("compaction over an item whose tombstone is held = %v, want ErrOutcomeUnknown", err)
 	}
 	tl.mustSubmit(tl.projection("urn:p:other"))
-	// After a restart the state comes from the log, where neither is.
+
+	tl.settlePaused.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for tl.unsettled.len() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d entries still unsettled", tl.unsettled.len())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := tl.Metrics.outcomeSettled.Load(); n != 3 {
+		t.Errorf("settled %d, want 3", n)
+	}
+	// Not logged: released.
+	tl.mustSubmit(p)
+	tl.mustSubmit(ts)
+	// Logged: a replay.
+	var re *ReplayError
+	if _, err := tl.Submit(ctx, p2); !errors.As(err, &re) {
+		t.Errorf("resubmission of an entry logged despite the error = %v, want a replay", err)
+	}
+	// And after a restart, the same.
 	tl2 := tl.reopen()
-	tl2.mustSubmit(p)
-	tl2.mustSubmit(ts)
+	for _, sub := range []*receipts.Submission{p, p2, ts} {
+		if _, err := tl2.Submit(ctx, sub); !errors.As(err, &re) {
+			t.Errorf("after a restart: %v, want a replay", err)
+		}
+	}
 }
 
 func TestRefusedLinePassesOrderOn(t *testing.T) {
@@ -504,4 +548,113 @@ func TestDirLock(t *testing.T) {
 	}
 	tl2 := tl.reopen() // Close releases the lock
 	tl2.mustSubmit(tl2.projection("urn:p:after-lock"))
+}
+
+// gatedIndex holds every Apply while its gate is locked.
+type gatedIndex struct {
+	Index
+	gate sync.Mutex
+}
+
+func (g *gatedIndex) Apply(ctx context.Context, first uint64, entries []Entry) error {
+	g.gate.Lock()
+	defer g.gate.Unlock()
+	return g.Index.Apply(ctx, first, entries)
+}
+
+func TestLineageLookupsSeeUnindexedEntries(t *testing.T) {
+	// An acknowledged lineage entry counts at once in lookups, though the
+	// index trails the log (or, on a full disk, stands still).
+	dir := t.TempDir()
+	skey, _, err := GenerateLogKey("memtrail.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := gen.NewSigners()
+	sq, err := OpenSQLiteIndex(filepath.Join(dir, "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gi := &gatedIndex{Index: sq}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	l, err := Open(context.Background(), Config{Dir: dir, SigningKey: skey, Trust: s.Trust(now.Add(-time.Hour)),
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Index: gi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &testLog{Log: l, t: t, dir: dir, skey: skey, s: s, now: now}
+	defer tl.Close(context.Background())
+	ctx := context.Background()
+	items := gen.Items("view", 3)
+	c1 := tl.mustSubmit(tl.compaction("urn:c:v1", items, "", nil))
+	tl.waitIndexed(c1.Index + 1)
+
+	gi.gate.Lock()
+	ts := tl.mustSubmit(tl.tombstone("urn:t:v1", items[1].ItemDigest))
+	c2 := tl.mustSubmit(tl.compaction("urn:c:v2", []receipts.ManifestItem{items[0], items[2]}, "urn:c:v1", []string{items[1].ItemDigest}))
+	check := func(when string) {
+		t.Helper()
+		got, err := tl.Compaction(ctx, "urn:c:v1")
+		if err != nil {
+			t.Fatalf("%s: Compaction(v1): %v", when, err)
+		}
+		if got.SupersededBy != "urn:c:v2" || got.SupersededAt != c2.Index || got.PurgedItems != 1 || got.PurgedSinceAt != ts.Index || got.State() != "superseded" {
+			t.Errorf("%s: Compaction(v1) = %+v", when, got)
+		}
+		got, err = tl.Compaction(ctx, "urn:c:v2")
+		if err != nil || got.Index != c2.Index || got.ItemCount != 2 || got.Supersedes != "urn:c:v1" || got.State() != "current" {
+			t.Errorf("%s: Compaction(v2) = %+v, %v", when, got, err)
+		}
+		cs, err := tl.CompactionsIncluding(ctx, items[0].ItemDigest)
+		if err != nil || len(cs) != 2 || cs[0].ID != "urn:c:v1" || cs[1].ID != "urn:c:v2" {
+			t.Errorf("%s: CompactionsIncluding = %v, %v", when, cs, err)
+		}
+		tb, err := tl.Tombstone(ctx, items[1].ItemDigest)
+		if err != nil || tb.ID != "urn:t:v1" || tb.Index != ts.Index {
+			t.Errorf("%s: Tombstone = %+v, %v", when, tb, err)
+		}
+	}
+	if w := tl.indexer.watermark(); w != c1.Index+1 {
+		t.Fatalf("the index moved to %d while held", w)
+	}
+	check("before indexing")
+	gi.gate.Unlock()
+	tl.waitIndexed(c2.Index + 1)
+	check("after indexing")
+}
+
+func TestSequencerPushback(t *testing.T) {
+	release := make(chan struct{})
+	var n atomic.Int64
+	seq := newSequencer(func(*tessera.Entry) tessera.IndexFuture {
+		i := n.Add(1) - 1
+		return func() (tessera.Index, error) {
+			<-release
+			return tessera.Index{Index: uint64(i)}, nil
+		}
+	}, 10, 3)
+	first := seq.enqueue(tessera.NewEntry([]byte("0")))
+	deadline := time.Now().Add(5 * time.Second)
+	for n.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first group never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var queued []tessera.IndexFuture
+	for i := 1; i <= 3; i++ {
+		queued = append(queued, seq.enqueue(tessera.NewEntry([]byte{byte(i)})))
+	}
+	if _, err := seq.enqueue(tessera.NewEntry([]byte("over")))(); !errors.Is(err, tessera.ErrPushback) {
+		t.Fatalf("an entry beyond the queue bound = %v, want ErrPushback", err)
+	}
+	close(release)
+	if idx, err := first(); err != nil || idx.Index != 0 {
+		t.Fatalf("first = %v, %v", idx, err)
+	}
+	for i, f := range queued {
+		if idx, err := f(); err != nil || idx.Index != uint64(i+1) {
+			t.Errorf("queued %d = %v, %v", i, idx, err)
+		}
+	}
 }

@@ -25,6 +25,8 @@ type Metrics struct {
 	// outcomeUnknown counts sequencing failures that left it unknown
 	// whether the entry was logged (ErrOutcomeUnknown).
 	outcomeUnknown atomic.Uint64
+	// outcomeSettled counts those whose outcome the log has since settled.
+	outcomeSettled atomic.Uint64
 	// storageWritable is 1 while the data directory takes writes, 0 while
 	// submissions are refused because it does not (ErrStorageUnavailable).
 	storageWritable atomic.Int64
@@ -175,7 +177,8 @@ func (m *Metrics) WriteMetrics(w io.Writer, treeSize uint64, checkpointAge time.
 	if m.witnessing {
 		m.writeWitnessMetrics(w)
 	}
-	fmt.Fprintf(w, "# HELP memtrail_sequencing_outcome_unknown_total Sequencing failures that left it unknown whether the entry was logged; its id stays held until the log shows it or memtrail restarts.\n# TYPE memtrail_sequencing_outcome_unknown_total counter\nmemtrail_sequencing_outcome_unknown_total %d\n", m.outcomeUnknown.Load())
+	fmt.Fprintf(w, "# HELP memtrail_sequencing_outcome_unknown_total Sequencing failures that left it unknown whether the entry was logged; its id stays held until the index settles the question.\n# TYPE memtrail_sequencing_outcome_unknown_total counter\nmemtrail_sequencing_outcome_unknown_total %d\n", m.outcomeUnknown.Load())
+	fmt.Fprintf(w, "# HELP memtrail_sequencing_outcome_settled_total Entries with an unknown sequencing outcome that the index has since found logged or not logged.\n# TYPE memtrail_sequencing_outcome_settled_total counter\nmemtrail_sequencing_outcome_settled_total %d\n", m.outcomeSettled.Load())
 	fmt.Fprintf(w, "# HELP memtrail_pushback_total Submissions refused because the log was overloaded.\n# TYPE memtrail_pushback_total counter\nmemtrail_pushback_total %d\n", m.pushback.Load())
 	fmt.Fprintf(w, "# HELP memtrail_index_errors_total Failed index transactions (retried).\n# TYPE memtrail_index_errors_total counter\nmemtrail_index_errors_total %d\n", m.indexErrors.Load())
 	fmt.Fprintf(w, "# HELP memtrail_storage_writable Whether the data directory takes writes (1) or submissions are refused because it does not (0).\n# TYPE memtrail_storage_writable gauge\nmemtrail_storage_writable %d\n", m.storageWritable.Load())

@@ -18,6 +18,7 @@ import (
 type sequencer struct {
 	add      func(*tessera.Entry) tessera.IndexFuture
 	maxGroup int
+	maxQueue int // entries waiting for the next group; beyond it, pushback
 
 	mu      sync.Mutex
 	queue   []*seqItem
@@ -31,14 +32,19 @@ type seqItem struct {
 	err   error
 }
 
-func newSequencer(add func(*tessera.Entry) tessera.IndexFuture, maxGroup int) *sequencer {
-	return &sequencer{add: add, maxGroup: maxGroup}
+func newSequencer(add func(*tessera.Entry) tessera.IndexFuture, maxGroup, maxQueue int) *sequencer {
+	return &sequencer{add: add, maxGroup: maxGroup, maxQueue: maxQueue}
 }
 
 // enqueue queues e and returns its future.
 func (s *sequencer) enqueue(e *tessera.Entry) tessera.IndexFuture {
 	it := &seqItem{entry: e, done: make(chan struct{})}
 	s.mu.Lock()
+	if len(s.queue) >= s.maxQueue {
+		s.mu.Unlock()
+		// Refused before sequencing: nothing is written.
+		return func() (tessera.Index, error) { return tessera.Index{}, tessera.ErrPushback }
+	}
 	s.queue = append(s.queue, it)
 	if !s.running {
 		s.running = true

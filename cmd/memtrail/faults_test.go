@@ -2,13 +2,14 @@ package main
 
 import (
 	"bytes"
-	"database/sql"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,8 +48,15 @@ type faultLog struct {
 	signers *gen.Signers
 	seq     atomic.Int64
 
-	mu    sync.Mutex
-	acked map[string]api.Accepted // every acknowledged receipt, by id
+	mu      sync.Mutex
+	acked   map[string]api.Accepted // every acknowledged receipt, by id
+	unknown []unknownSubmission     // answered 503 outcome_unknown
+}
+
+// unknownSubmission is a submission whose outcome the log could not tell.
+type unknownSubmission struct {
+	path, id string
+	body     []byte
 }
 
 func newFaultLog(t *testing.T) *faultLog {
@@ -104,7 +112,55 @@ func (f *faultLog) submit(client *http.Client, base, path, id string, body []byt
 	var ref api.Refusal
 	json.Unmarshal(raw, &ref)
 	a.code = ref.Code
+	if a.code == "outcome_unknown" {
+		f.mu.Lock()
+		f.unknown = append(f.unknown, unknownSubmission{path, id, body})
+		f.mu.Unlock()
+	}
 	return a
+}
+
+// settleUnknown resubmits every submission answered outcome_unknown until
+// the log settles it: logged now (201), or logged before (a replay, whose
+// entry then counts as acknowledged). Until then the log must keep
+// refusing it with outcome_unknown, never log it twice.
+func (f *faultLog) settleUnknown(base string) {
+	f.t.Helper()
+	f.mu.Lock()
+	pending := f.unknown
+	f.unknown = nil
+	f.mu.Unlock()
+	client := &http.Client{Timeout: 30 * time.Second}
+	var logged, replayed int
+	for _, u := range pending {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			a := f.submit(client, base, u.path, u.id, u.body)
+			if a.status == http.StatusCreated {
+				logged++
+				break
+			}
+			if strings.HasSuffix(a.code, "_replay") {
+				kind := strings.TrimPrefix(u.path, "/v1/")
+				var e api.Entry
+				if st, _, raw := httpGetStatus(f.t, base+"/v1/"+kind+"?id="+url.QueryEscape(u.id)); st != http.StatusOK || json.Unmarshal(raw, &e) != nil {
+					f.t.Fatalf("%s %s: replay refused, but lookup gives %d", kind, u.id, st)
+				}
+				f.mu.Lock()
+				f.acked[u.id] = api.Accepted{Index: e.Index, LeafHash: e.LeafHash, Kind: e.Kind, ID: e.ID}
+				f.mu.Unlock()
+				replayed++
+				break
+			}
+			if a.code != "outcome_unknown" || time.Now().After(deadline) {
+				f.t.Fatalf("resubmitting %s, answered outcome_unknown earlier: %s", u.id, a)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if len(pending) > 0 {
+		f.t.Logf("%d submissions answered outcome_unknown: %d logged on resubmission, %d found logged already", len(pending), logged, replayed)
+	}
 }
 
 // projection submits a new projection record.
@@ -421,7 +477,7 @@ func TestFaultDiskFull(t *testing.T) {
 	}
 	loadDone := make(chan loadResult)
 	go func() {
-		u, c := f.faultLoad(srv.url, 4, stop, "503 storage_unavailable")
+		u, c := f.faultLoad(srv.url, 4, stop, "503 storage_unavailable", "503 outcome_unknown")
 		loadDone <- loadResult{u, c}
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -458,10 +514,11 @@ func TestFaultDiskFull(t *testing.T) {
 	close(stop)
 	res := <-loadDone
 	if len(res.unexpected) > 0 {
-		t.Errorf("answers other than 201 and 503 storage_unavailable: %v", res.unexpected)
+		t.Errorf("answers other than 201, 503 storage_unavailable and 503 outcome_unknown: %v", res.unexpected)
 	}
 	t.Logf("answers under load: %v; acknowledged %d before the disk filled, %d while it was full (sequenced before the fault was seen), %d in all",
 		res.counts, filledAt, duringFull-filledAt, len(f.ackedCopy()))
+	f.settleUnknown(srv.url)
 	if res.counts["503 storage_unavailable"] == 0 {
 		t.Error("no submission was refused while the disk was full")
 	}
@@ -602,7 +659,7 @@ func TestFaultReadOnly(t *testing.T) {
 	}
 	loadDone := make(chan loadResult)
 	go func() {
-		u, c := f.faultLoad(srv.url, 4, stop, "503 storage_unavailable", "no answer")
+		u, c := f.faultLoad(srv.url, 4, stop, "503 storage_unavailable", "503 outcome_unknown", "no answer")
 		loadDone <- loadResult{u, c}
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -877,6 +934,35 @@ func removeIndex(t *testing.T, data string) {
 	}
 }
 
+// dropIDAt empties the slot of the id table (see log/idtable.go) that maps
+// an id to index idx.
+func dropIDAt(t *testing.T, path string, idx uint64) {
+	t.Helper()
+	fh, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	raw, err := io.ReadAll(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const header, slot = 4096, 32
+	n := 0
+	for off := header; off+slot <= len(raw); off += slot {
+		s := raw[off : off+slot]
+		if !bytes.Equal(s[:16], make([]byte, 16)) && binary.BigEndian.Uint64(s[16:24]) == idx {
+			if _, err := fh.WriteAt(make([]byte, 16), int64(off)); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("found %d slots for index %d", n, idx)
+	}
+}
+
 // TestFaultIndex deletes and damages the index, which is derived from the
 // log: deleted (while stopped or while running), the next start rebuilds it
 // from the log; damaged, the log refuses to start and fsck --repair
@@ -957,18 +1043,7 @@ func TestFaultIndex(t *testing.T) {
 
 	// Altered: the row of one id removed. Started like this, the log would
 	// take that id again; fsck finds it.
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(f.data, "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := db.Exec("DELETE FROM ids WHERE idx = ?", int64(idx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		t.Fatalf("deleted %d rows", n)
-	}
-	db.Close()
+	dropIDAt(t, filepath.Join(f.data, "index.db-ids"), idx)
 	rep, code = f.fsck(false)
 	p := hasProblem(rep, "index_mismatch")
 	if code != 1 || p == nil || p.Index == nil || *p.Index != idx || !p.Repairable {

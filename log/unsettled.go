@@ -1,0 +1,119 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// unsettled tracks the entries whose sequencing failed without saying
+// whether they were logged (ErrOutcomeUnknown). Their ids and lineage stay
+// held until the log settles the question.
+//
+// It always can, soon: a failed Add is never retried by the storage, so
+// once the call has returned an error the entry is in the tree already or
+// never will be. A tree size read after the failure therefore covers it.
+// When the index has applied every entry below that size, the entry is in
+// the index if and only if it was logged: found, it is a replay like any
+// other; not found, its id and lineage are released and it may be
+// submitted again.
+type unsettled struct {
+	mu   sync.Mutex
+	list []*unsettledEntry
+}
+
+type unsettledEntry struct {
+	key      claimKey
+	pe       *pendingEntry // nil for projection records
+	settleAt uint64        // a tree size read after the failure
+	sized    bool          // settleAt is valid
+}
+
+func (u *unsettled) add(k claimKey, pe *pendingEntry) {
+	u.mu.Lock()
+	u.list = append(u.list, &unsettledEntry{key: k, pe: pe})
+	u.mu.Unlock()
+}
+
+func (u *unsettled) len() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.list)
+}
+
+// settleUnknowns settles what it can of the unsettled entries; the indexer
+// calls it after each pass.
+func (l *Log) settleUnknowns(ctx context.Context) {
+	if l.settlePaused.Load() {
+		return
+	}
+	u := &l.unsettled
+	u.mu.Lock()
+	if len(u.list) == 0 {
+		u.mu.Unlock()
+		return
+	}
+	var unsized []*unsettledEntry
+	for _, e := range u.list {
+		if !e.sized {
+			unsized = append(unsized, e)
+		}
+	}
+	u.mu.Unlock()
+	if len(unsized) > 0 {
+		// Every entry in unsized failed before this read began.
+		size, err := l.reader.IntegratedSize(ctx)
+		if err != nil {
+			return
+		}
+		u.mu.Lock()
+		for _, e := range unsized {
+			e.settleAt, e.sized = size, true
+		}
+		u.mu.Unlock()
+	}
+	wm := l.indexer.watermark()
+	u.mu.Lock()
+	var ready, rest []*unsettledEntry
+	for _, e := range u.list {
+		if e.sized && e.settleAt <= wm {
+			ready = append(ready, e)
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	u.list = rest
+	u.mu.Unlock()
+	var retry []*unsettledEntry
+	for _, e := range ready {
+		_, err := l.index.LookupID(ctx, e.key.kind, e.key.id)
+		switch {
+		case err == nil:
+			// Logged after all: the index holds it, so the claim was
+			// forgotten when it was applied; retire its lineage entry.
+			l.Metrics.outcomeSettled.Add(1)
+			l.logger.Info("an entry whose sequencing failed is in the log", "kind", e.key.kind, "id", e.key.id)
+		case errors.Is(err, ErrNotFound):
+			if !l.claims.releaseUnknown(e.key) {
+				// Its submitter has not resolved the claim yet.
+				retry = append(retry, e)
+				continue
+			}
+			l.Metrics.outcomeSettled.Add(1)
+			l.logger.Info("an entry whose sequencing failed is not in the log; its id is released", "kind", e.key.kind, "id", e.key.id)
+		default:
+			retry = append(retry, e)
+			continue
+		}
+		if e.pe != nil {
+			l.lineage.mu.Lock()
+			l.lineage.remove(e.pe)
+			l.lineage.mu.Unlock()
+		}
+	}
+	if len(retry) > 0 {
+		u.mu.Lock()
+		u.list = append(u.list, retry...)
+		u.mu.Unlock()
+	}
+}

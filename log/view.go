@@ -1,0 +1,143 @@
+package log
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+)
+
+// The lineage lookups below answer from the log as it stands, not only
+// from the index: the index trails the log (by a few milliseconds, or for
+// as long as it cannot write, as on a full disk), and an entry that was
+// acknowledged must be found, and must count, at once. They overlay the
+// index with the lineage entries sequenced but not yet indexed.
+//
+// The pending entries are read before the index: an entry leaves the
+// pending set only after the index has committed it, so it is seen in one
+// or the other (or both, which the overlay tolerates), never in neither.
+
+// pendingView is a copy of the sequenced, not yet indexed lineage entries.
+type pendingView struct {
+	compactions []Entry
+	tombstones  []Entry
+}
+
+func (l *Log) pendingLineage() pendingView {
+	var v pendingView
+	g := &l.lineage
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range g.compactions {
+		if p.sequenced {
+			v.compactions = append(v.compactions, p.entry)
+		}
+	}
+	for _, p := range g.tombstones {
+		if p.sequenced {
+			v.tombstones = append(v.tombstones, p.entry)
+		}
+	}
+	return v
+}
+
+// Compaction returns the state of compaction id.
+func (l *Log) Compaction(ctx context.Context, id string) (*CompactionInfo, error) {
+	v := l.pendingLineage()
+	c, err := l.index.Compaction(ctx, id)
+	var items []string // known only for a pending compaction
+	if errors.Is(err, ErrNotFound) {
+		for _, e := range v.compactions {
+			if e.ID == id {
+				c = &CompactionInfo{ID: id, Index: e.Index, ManifestRoot: e.ManifestRoot, ItemCount: len(e.Items), Supersedes: e.Supersedes}
+				items, err = e.Items, nil
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := l.overlay(ctx, v, c, items); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// CompactionsIncluding returns the compactions whose sources include item,
+// in log order.
+func (l *Log) CompactionsIncluding(ctx context.Context, item string) ([]*CompactionInfo, error) {
+	v := l.pendingLineage()
+	cs, err := l.index.CompactionsIncluding(ctx, item)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range v.compactions {
+		if !slices.Contains(e.Items, item) || slices.ContainsFunc(cs, func(c *CompactionInfo) bool { return c.ID == e.ID }) {
+			continue
+		}
+		cs = append(cs, &CompactionInfo{ID: e.ID, Index: e.Index, ManifestRoot: e.ManifestRoot, ItemCount: len(e.Items), Supersedes: e.Supersedes})
+	}
+	for _, c := range cs {
+		var items []string
+		for _, e := range v.compactions {
+			if e.ID == c.ID {
+				items = e.Items
+			}
+		}
+		if err := l.overlay(ctx, v, c, items); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(cs, func(a, b *CompactionInfo) int { return cmp.Compare(a.Index, b.Index) })
+	return cs, nil
+}
+
+// Tombstone returns the tombstone of item.
+func (l *Log) Tombstone(ctx context.Context, item string) (*TombstoneInfo, error) {
+	v := l.pendingLineage()
+	t, err := l.index.Tombstone(ctx, item)
+	if errors.Is(err, ErrNotFound) {
+		for _, e := range v.tombstones {
+			if e.Item == item {
+				return &TombstoneInfo{ID: e.ID, Index: e.Index, Item: item, PurgedAt: e.PurgedAt}, nil
+			}
+		}
+	}
+	return t, err
+}
+
+// overlay applies the pending supersessions and tombstones to c. items are
+// c's items when c itself is pending (nil when it is indexed).
+func (l *Log) overlay(ctx context.Context, v pendingView, c *CompactionInfo, items []string) error {
+	if c.SupersededBy == "" {
+		for _, e := range v.compactions {
+			if e.Supersedes == c.ID {
+				c.SupersededBy, c.SupersededAt = e.ID, e.Index
+			}
+		}
+	}
+	for _, t := range v.tombstones {
+		in := slices.Contains(items, t.Item)
+		if items == nil {
+			cs, err := l.index.CompactionsIncluding(ctx, t.Item)
+			if err != nil {
+				return err
+			}
+			in = slices.ContainsFunc(cs, func(x *CompactionInfo) bool { return x.ID == c.ID })
+		}
+		if !in {
+			continue
+		}
+		if _, err := l.index.Tombstone(ctx, t.Item); err == nil {
+			continue // indexed meanwhile, and counted already
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		c.PurgedItems++
+		if c.PurgedSinceAt == 0 || t.Index < c.PurgedSinceAt {
+			c.PurgedSinceAt = t.Index
+		}
+	}
+	return nil
+}
