@@ -187,3 +187,18 @@ func appendCanonicalString(buf []byte, s string) []byte {
 	buf = append(buf, s[start:]...)
 	return append(buf, '"')
 }
+
+// Canonicalize returns the RFC 8785 (JCS) form of a strict I-JSON document
+// (the reader every receipt goes through: duplicate keys, invalid UTF-8,
+// lone surrogates and non-integral or unsafe numbers are refused) of at
+// most MaxProjectionRecordSize bytes.
+func Canonicalize(data []byte) ([]byte, error) {
+	if len(data) > MaxProjectionRecordSize {
+		return nil, refuse(CodeTooLarge, "", "document is %d bytes, more than the %d allowed", len(data), MaxProjectionRecordSize)
+	}
+	v, err := parseJSON(data, 1<<16)
+	if err != nil {
+		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
+	}
+	return appendCanonical(nil, &v), nil
+}

@@ -154,7 +154,7 @@ func VerifyProjectionSignature(r *ProjectionRecord, pins []*AdapterPin, now time
 	if err := pin.CheckCurrent(r.CreatedAt, now); err != nil {
 		return err
 	}
-	if !ed25519.Verify(pin.PublicKey, r.signed, r.Proof.Signature) {
+	if !VerifyEd25519(pin.PublicKey, r.signed, r.Proof.Signature) {
 		return refuse(CodeSignatureInvalid, "proof.signature_b64u", "Ed25519 signature does not verify under the pinned key %q", pin.KeyID)
 	}
 	return nil

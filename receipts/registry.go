@@ -83,19 +83,28 @@ func verifyKID(keys Keyring, s *Signature, signed []byte, t, now time.Time) erro
 	if err := k.CheckCurrent(t, now); err != nil {
 		return err
 	}
-	if !ed25519.Verify(k.PublicKey, signed, s.Sig) {
+	if !VerifyEd25519(k.PublicKey, signed, s.Sig) {
 		return refuse(CodeSignatureInvalid, "signature.sig", "Ed25519 signature does not verify under key %s", s.KID)
 	}
 	return nil
 }
 
-// VerifyWithKey verifies sig over signed under pub, checking that pub's
+// VerifyEd25519 is the signature check behind every receipt kind: RFC 8032
+// Ed25519 as crypto/ed25519 implements it (S must be below the group order;
+// wrong lengths fail). Public keys reach it only through ParsePublicKey,
+// CheckPublicKey or a pin, which refuse small-order and non-canonical
+// points, so the cofactored and cofactorless checks cannot disagree.
+func VerifyEd25519(pub ed25519.PublicKey, msg, sig []byte) bool {
+	return len(pub) == ed25519.PublicKeySize && len(sig) == ed25519.SignatureSize && ed25519.Verify(pub, msg, sig)
+}
+
+// verifyWithKey verifies sig over signed under pub, checking that pub's
 // kid is the one the signature names.
 func verifyWithKey(pub ed25519.PublicKey, s *Signature, signed []byte) error {
 	if KeyID(pub) != s.KID {
 		return refuse(CodeKeyNotPinned, "signature.kid", "is %s, not the kid of the given key (%s)", s.KID, KeyID(pub))
 	}
-	if !ed25519.Verify(pub, signed, s.Sig) {
+	if !VerifyEd25519(pub, signed, s.Sig) {
 		return refuse(CodeSignatureInvalid, "signature.sig", "Ed25519 signature does not verify under key %s", s.KID)
 	}
 	return nil

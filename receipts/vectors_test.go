@@ -7,14 +7,14 @@ import (
 	"testing"
 )
 
-// vectorsDir is the shared vector folder beside the checkout.
-const vectorsDir = "../../shared/vectors"
+// vectorsDir holds the vectors, copied with their SOURCES notes.
+const vectorsDir = "../conformance/vectors"
 
 func readVector(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(vectorsDir, path))
 	if err != nil {
-		t.Fatalf("shared vectors are missing (they must sit beside the checkout as ../shared): %v", err)
+		t.Fatalf("conformance vectors are missing (conformance/vectors): %v", err)
 	}
 	return b
 }

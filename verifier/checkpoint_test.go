@@ -22,7 +22,7 @@ import (
 )
 
 // vectorsDir holds the shared interop vectors, beside the repository checkout.
-const vectorsDir = "../../shared/vectors"
+const vectorsDir = "../conformance/vectors"
 
 // readVector reads a file under vectorsDir. A missing file fails the test:
 // CI lays out shared/ beside the checkout, so absence is a setup bug.
@@ -30,7 +30,7 @@ func readVector(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(vectorsDir, path))
 	if err != nil {
-		t.Fatalf("reading vector (shared/vectors must sit beside the checkout): %v", err)
+		t.Fatalf("reading vector (conformance/vectors): %v", err)
 	}
 	return b
 }

@@ -17,7 +17,7 @@ import (
 // draftVector is the ECCR draft's own signed envelope (seed 0x2a×32).
 func draftVector(t *testing.T) ([]byte, ed25519.PublicKey) {
 	t.Helper()
-	raw, err := os.ReadFile("../../shared/vectors/eccr-draft/eccr-v1-draft-vector.json")
+	raw, err := os.ReadFile("../conformance/vectors/eccr-draft/eccr-v1-draft-vector.json")
 	if err != nil {
 		t.Fatalf("shared vectors are missing: %v", err)
 	}

@@ -20,7 +20,7 @@ import (
 
 // interopFile is the MEMORY-PROJECTION-RECORD-v1 reciprocal vector file of
 // the interoperating implementation.
-const interopFile = "../../shared/vectors/emilia-amem/memory-projection-record.v1.vectors.json"
+const interopFile = "../conformance/vectors/emilia-amem/memory-projection-record.v1.vectors.json"
 
 type interopVectors struct {
 	AdapterPin         json.RawMessage `json:"adapter_pin"`

@@ -49,7 +49,7 @@ func loadVectorDir[V any](t testing.TB, dir string) map[string]V {
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("loading %s (shared/vectors must sit beside the checkout): %v", dir, err)
+		t.Fatalf("loading %s (conformance/vectors): %v", dir, err)
 	}
 	if len(out) == 0 {
 		t.Fatalf("no vectors under %s", root)

@@ -18,6 +18,7 @@ import (
 
 const verifyUsage = `Usage: memtrail verify <what> [flags] [arguments]
 
+	memtrail verify receipt FILE [--adapters PINS.json] [--trust FILE] [--key HEX]... [--at TIME]
 	memtrail verify projection RECORD.json --adapters PINS.json [--material MATERIAL.json]
 	        [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL]
 	memtrail verify compaction ECCR.json (--trust FILE | --key HEX...) [--manifest M.json]
@@ -29,6 +30,14 @@ const verifyUsage = `Usage: memtrail verify <what> [flags] [arguments]
 
 Verify memtrail's evidence offline, trusting nothing the log says: only the
 pinned keys, trust file and tlog-policy given on the command line.
+
+"receipt" is the receipt-level check of a projection record, ECCR or
+tombstone (the kind is read from the file): strict parsing — member sets,
+types, enumerations, the drafts' parser invariants — and the signature,
+under pinned adapter keys (--adapters, or a --trust file's adapters) for a
+projection record, and under a trust file's compactor or issuer keys, or
+raw public keys (--key), for an ECCR or a tombstone. Its report is
+{"result":"VALID","kind":…,"id":…} or {"result":"<code>","member":…,"detail":…}.
 
 "projection" runs the whole verifier algorithm of the Memory Projection
 Record draft (§7): member sets, the pinned adapter key and its signature,
@@ -89,6 +98,8 @@ func runVerify(args []string) error {
 	case "-h", "-help", "--help", "help":
 		fmt.Print(verifyUsage)
 		return nil
+	case "receipt":
+		return verifyReceipt(args[1:])
 	case "projection":
 		return verifyProjection(args[1:])
 	case "compaction":
@@ -101,7 +112,7 @@ func runVerify(args []string) error {
 		return verifyLog(args[1:])
 	}
 	fmt.Fprintf(os.Stderr, "memtrail: error: unknown verify subcommand %q\n", args[0])
-	fmt.Fprintf(os.Stderr, "memtrail: hint: one of projection, compaction, proof, consistency, log\n")
+	fmt.Fprintf(os.Stderr, "memtrail: hint: one of receipt, projection, compaction, proof, consistency, log\n")
 	return errUsage
 }
 

@@ -55,9 +55,9 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 // policy as the files the command takes.
 func vtInteropFiles(t *testing.T) (dir, record, pins, material, policy string) {
 	t.Helper()
-	raw, err := os.ReadFile("../../../shared/vectors/emilia-amem/memory-projection-record.v1.vectors.json")
+	raw, err := os.ReadFile("../../conformance/vectors/emilia-amem/memory-projection-record.v1.vectors.json")
 	if err != nil {
-		t.Fatalf("shared vectors are missing: %v", err)
+		t.Fatalf("conformance vectors are missing: %v", err)
 	}
 	var v struct {
 		Pin        json.RawMessage `json:"adapter_pin"`
@@ -120,7 +120,7 @@ func TestVerifyProjectionCommand(t *testing.T) {
 		"material not JSON":     {[]string{"projection", record, "--adapters", pins, "--material", pins + "x"}, 2},
 		"malformed material":    {[]string{"projection", record, "--adapters", pins, "--material", policy}, 2},
 		"pins are not pins":     {[]string{"projection", record, "--adapters", material}, 2},
-		"unknown subcommand":    {[]string{"receipt"}, 2},
+		"unknown subcommand":    {[]string{"receipts"}, 2},
 		"help":                  {[]string{"projection", "-h"}, 0},
 		"record not a record":   {[]string{"projection", pins, "--adapters", pins}, 1},
 		"another adapter's key": {[]string{"projection", record, "--adapters", writeFile(t, dir, "other.json", bytes.Replace(vtRead(t, pins), []byte("reference-01"), []byte("reference-02"), 1))}, 1},
@@ -185,7 +185,7 @@ func TestVerifyProjectionProcesses(t *testing.T) {
 
 func TestVerifyCompactionCommand(t *testing.T) {
 	dir := t.TempDir()
-	raw := vtRead(t, "../../../shared/vectors/eccr-draft/eccr-v1-draft-vector.json")
+	raw := vtRead(t, "../../conformance/vectors/eccr-draft/eccr-v1-draft-vector.json")
 	var v struct {
 		Pub      string          `json:"public_key_hex"`
 		Envelope json.RawMessage `json:"envelope"`
@@ -403,3 +403,106 @@ func TestVerifyLogCommand(t *testing.T) {
 }
 
 func vtQuietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestVerifyReceiptCommand(t *testing.T) {
+	dir, record, pins, _, _ := vtInteropFiles(t)
+	at := "2026-07-29T17:01:00Z"
+	var rep struct {
+		Result, Kind, ID, Member, Detail string
+	}
+	parse := func(out string) {
+		t.Helper()
+		rep = struct{ Result, Kind, ID, Member, Detail string }{}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("report: %v\n%s", err, out)
+		}
+	}
+	code, out, errOut := runVerifyCmd(t, "receipt", record, "--adapters", pins, "--at", at)
+	parse(out)
+	if code != 0 || rep.Result != "VALID" || rep.Kind != "projection" || !strings.Contains(errOut, "VALID") {
+		t.Fatalf("interop record: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// A receipt-level refusal names the code and the member.
+	edit := func(path, name string, f func(map[string]any)) string {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal(vtRead(t, path), &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		b, _ := json.Marshal(m)
+		return writeFile(t, dir, name, b)
+	}
+	swapped := edit(record, "unknown.json", func(m map[string]any) { m["extension"] = "x" })
+	code, out, errOut = runVerifyCmd(t, "receipt", swapped, "--adapters", pins, "--at", at)
+	parse(out)
+	if code != 1 || rep.Result != "record_invalid" || !strings.Contains(errOut, "record_invalid") {
+		t.Errorf("unknown member: exit %d\n%s\n%s", code, out, errOut)
+	}
+	revoked := edit(pins, "revoked.json", func(m map[string]any) {
+		m["status"], m["revoked_at"] = "revoked", "2026-07-29T12:00:00.000Z"
+	})
+	code, out, _ = runVerifyCmd(t, "receipt", record, "--adapters", revoked, "--at", at)
+	parse(out)
+	if code != 1 || rep.Result != "adapter_key_revoked" {
+		t.Errorf("revoked pin: exit %d\n%s", code, out)
+	}
+
+	// An ECCR under a raw key, and a tombstone under a trust file.
+	raw := vtRead(t, "../../conformance/vectors/eccr-draft/eccr-v1-draft-vector.json")
+	var v struct {
+		Pub      string          `json:"public_key_hex"`
+		Envelope json.RawMessage `json:"envelope"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	eccr := writeFile(t, dir, "eccr.json", v.Envelope)
+	code, out, errOut = runVerifyCmd(t, "receipt", eccr, "--key", v.Pub)
+	parse(out)
+	if code != 0 || rep.Result != "VALID" || rep.Kind != "compaction" {
+		t.Errorf("ECCR draft vector: exit %d\n%s\n%s", code, out, errOut)
+	}
+	other, _, _ := receipts.GenerateKey()
+	code, out, _ = runVerifyCmd(t, "receipt", eccr, "--key", receipts.PublicKeyHex(other))
+	parse(out)
+	if code != 1 || rep.Result != "key_not_pinned" {
+		t.Errorf("ECCR under another key: exit %d\n%s", code, out)
+	}
+	s := gen.Deterministic(22)
+	trust := writeFile(t, dir, "trust.json", receipts.MarshalTrust(s.Trust(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))))
+	ts, err := s.Tombstone("urn:t:cmd", gen.Items("cmd", 1)[0].ItemDigest, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := writeFile(t, dir, "ts.json", ts.Canonical())
+	code, out, _ = runVerifyCmd(t, "receipt", tf, "--trust", trust)
+	parse(out)
+	if code != 0 || rep.Result != "VALID" || rep.Kind != "tombstone" || rep.ID != "urn:t:cmd" {
+		t.Errorf("tombstone: exit %d\n%s", code, out)
+	}
+	tampered := writeFile(t, dir, "ts2.json", bytes.Replace(ts.Canonical(), []byte("urn:t:cmd"), []byte("urn:t:cmx"), 1))
+	code, out, _ = runVerifyCmd(t, "receipt", tampered, "--trust", trust)
+	parse(out)
+	if code != 1 || rep.Result != "signature_invalid" {
+		t.Errorf("tampered tombstone: exit %d\n%s", code, out)
+	}
+	notJSON := writeFile(t, dir, "x.json", []byte("{\"a\":1,\"a\":2}"))
+	code, out, _ = runVerifyCmd(t, "receipt", notJSON, "--trust", trust)
+	parse(out)
+	if code != 1 || rep.Result != "record_invalid" {
+		t.Errorf("duplicate keys: exit %d\n%s", code, out)
+	}
+	for name, args := range map[string][]string{
+		"no file":                {"receipt"},
+		"projection, no pins":    {"receipt", record},
+		"compaction, no keys":    {"receipt", eccr},
+		"bad key":                {"receipt", eccr, "--key", "zz"},
+		"missing file":           {"receipt", filepath.Join(dir, "none.json"), "--trust", trust},
+		"pins that are not pins": {"receipt", record, "--adapters", trust},
+	} {
+		if code, out, errOut := runVerifyCmd(t, args...); code != 2 {
+			t.Errorf("%s: exit %d, want 2\n%s\n%s", name, code, out, errOut)
+		}
+	}
+}
