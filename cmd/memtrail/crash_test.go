@@ -36,7 +36,7 @@ import (
 //   - every id submitted again is refused naming that same index.
 //
 // MEMTRAIL_CRASH_TRIALS sets the number of kills (default 5; "make
-// test-crash" runs 60).
+// test-crash" runs 150).
 func TestCrashRecovery(t *testing.T) {
 	trials := 5
 	if v := os.Getenv("MEMTRAIL_CRASH_TRIALS"); v != "" {
