@@ -502,6 +502,9 @@ func TestEd25519CCTV(t *testing.T) {
 		if weak != (err != nil) {
 			t.Errorf("vector %d, flags %v: ParsePublicKey = %v", v.Number, v.Flags, err)
 		}
+		if raw, _ := hex.DecodeString(v.Key); (receipts.CheckPublicKey(raw) != nil) != (err != nil) {
+			t.Errorf("vector %d: ParsePublicKey and CheckPublicKey disagree", v.Number)
+		}
 		if err != nil {
 			refused++
 			continue

@@ -183,16 +183,21 @@ func TestVerifyProjectionProcesses(t *testing.T) {
 	}
 }
 
-func TestVerifyCompactionCommand(t *testing.T) {
-	dir := t.TempDir()
-	raw := vtRead(t, "../../conformance/vectors/eccr-draft/eccr-v1-draft-vector.json")
-	var v struct {
-		Pub      string          `json:"public_key_hex"`
-		Envelope json.RawMessage `json:"envelope"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
+// draftECCR is the ECCR draft's envelope and the public key that signed it.
+func draftECCR(t *testing.T) (v struct {
+	Pub      string          `json:"public_key_hex"`
+	Envelope json.RawMessage `json:"envelope"`
+}) {
+	t.Helper()
+	if err := json.Unmarshal(vtRead(t, "../../conformance/vectors/eccr-draft/eccr-v1-draft-vector.json"), &v); err != nil {
 		t.Fatal(err)
 	}
+	return v
+}
+
+func TestVerifyCompactionCommand(t *testing.T) {
+	dir := t.TempDir()
+	v := draftECCR(t)
 	eccr := writeFile(t, dir, "eccr.json", v.Envelope)
 	if code, out, errOut := runVerifyCmd(t, "compaction", eccr, "--key", v.Pub); code != 0 {
 		t.Fatalf("draft vector: exit %d\n%s\n%s", code, out, errOut)
@@ -449,14 +454,7 @@ func TestVerifyReceiptCommand(t *testing.T) {
 	}
 
 	// An ECCR under a raw key, and a tombstone under a trust file.
-	raw := vtRead(t, "../../conformance/vectors/eccr-draft/eccr-v1-draft-vector.json")
-	var v struct {
-		Pub      string          `json:"public_key_hex"`
-		Envelope json.RawMessage `json:"envelope"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
+	v := draftECCR(t)
 	eccr := writeFile(t, dir, "eccr.json", v.Envelope)
 	code, out, errOut = runVerifyCmd(t, "receipt", eccr, "--key", v.Pub)
 	parse(out)
