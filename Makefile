@@ -27,7 +27,7 @@ test: vet
 # test-crash kills the log and the witness with SIGKILL under load, many
 # times, and checks their invariants after every restart.
 test-crash:
-	MEMTRAIL_CRASH_TRIALS=$${MEMTRAIL_CRASH_TRIALS:-150} $(GO) test -count=1 -timeout 60m -run 'Crash' -v ./cmd/memtrail ./witness/...
+	MEMTRAIL_CRASH_TRIALS=$${MEMTRAIL_CRASH_TRIALS:-150} $(GO) test -count=1 -timeout 90m -run 'Crash' -v ./cmd/memtrail ./witness/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
