@@ -178,6 +178,13 @@ func startServe(t *testing.T, bin, data, trust string, extra ...string) *servePr
 		t.Fatal(err)
 	}
 	p := &serveProc{cmd: cmd, url: "http://127.0.0.1:" + port, stderr: stderr}
+	// A test that fails while the server runs must not leave it running.
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(p.url + "/healthz")
