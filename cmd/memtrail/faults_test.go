@@ -591,7 +591,19 @@ func (r *readOnly) how() string {
 func (r *readOnly) undo() {
 	r.t.Helper()
 	if r.bind {
-		if err := syscall.Unmount(r.dir, 0); err != nil {
+		// A file the server is opening through the mount at that moment
+		// makes it busy for an instant: retry, then detach lazily.
+		var err error
+		for i := 0; i < 50; i++ {
+			if err = syscall.Unmount(r.dir, 0); !errors.Is(err, syscall.EBUSY) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if errors.Is(err, syscall.EBUSY) {
+			err = syscall.Unmount(r.dir, syscall.MNT_DETACH)
+		}
+		if err != nil {
 			r.t.Fatalf("unmounting the read-only bind mount: %v", err)
 		}
 		return
