@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -74,35 +75,28 @@ func (l *Log) settleUnknowns(ctx context.Context) {
 	}
 	wm := l.indexer.watermark()
 	u.mu.Lock()
-	var ready, rest []*unsettledEntry
+	var ready []*unsettledEntry
 	for _, e := range u.list {
 		if e.sized && e.settleAt <= wm {
 			ready = append(ready, e)
-		} else {
-			rest = append(rest, e)
 		}
 	}
-	u.list = rest
 	u.mu.Unlock()
-	var retry []*unsettledEntry
+	// Entries stay listed until settled, so len counts them throughout.
+	settled := map[*unsettledEntry]bool{}
 	for _, e := range ready {
 		_, err := l.index.LookupID(ctx, e.key.kind, e.key.id)
 		switch {
 		case err == nil:
 			// Logged after all: the index holds it, so the claim was
 			// forgotten when it was applied; retire its lineage entry.
-			l.Metrics.outcomeSettled.Add(1)
 			l.logger.Info("an entry whose sequencing failed is in the log", "kind", e.key.kind, "id", e.key.id)
 		case errors.Is(err, ErrNotFound):
 			if !l.claims.releaseUnknown(e.key) {
-				// Its submitter has not resolved the claim yet.
-				retry = append(retry, e)
-				continue
+				continue // its submitter has not resolved the claim yet
 			}
-			l.Metrics.outcomeSettled.Add(1)
 			l.logger.Info("an entry whose sequencing failed is not in the log; its id is released", "kind", e.key.kind, "id", e.key.id)
 		default:
-			retry = append(retry, e)
 			continue
 		}
 		if e.pe != nil {
@@ -110,10 +104,12 @@ func (l *Log) settleUnknowns(ctx context.Context) {
 			l.lineage.remove(e.pe)
 			l.lineage.mu.Unlock()
 		}
+		l.Metrics.outcomeSettled.Add(1)
+		settled[e] = true
 	}
-	if len(retry) > 0 {
+	if len(settled) > 0 {
 		u.mu.Lock()
-		u.list = append(u.list, retry...)
+		u.list = slices.DeleteFunc(u.list, func(e *unsettledEntry) bool { return settled[e] })
 		u.mu.Unlock()
 	}
 }
