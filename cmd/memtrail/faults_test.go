@@ -253,6 +253,31 @@ func hasProblem(rep *mlog.FsckReport, kind string) *mlog.Problem {
 	return nil
 }
 
+// refusedThenRepaired checks a directory damaged by what: memtrail serve
+// refuses to start, its error containing every one of want; fsck reports
+// problem as repairable (exit 1); fsck --repair repairs it (exit 0).
+func (f *faultLog) refusedThenRepaired(what, problem string, want ...string) {
+	f.t.Helper()
+	code, stderr := f.startFails()
+	ok := code == 1
+	for _, w := range want {
+		ok = ok && strings.Contains(stderr, w)
+	}
+	if !ok {
+		f.t.Errorf("memtrail serve on %s: exit %d\n%s", what, code, stderr)
+	}
+	f.t.Logf("start on %s: exit %d: %s", what, code, firstLines(stderr, 2))
+	rep, code := f.fsck(false)
+	if p := hasProblem(rep, problem); code != 1 || p == nil || !p.Repairable {
+		f.t.Errorf("fsck on %s: exit %d, %v", what, code, problems(rep))
+	}
+	rep, code = f.fsck(true)
+	if p := hasProblem(rep, problem); code != 0 || p == nil || !p.Repaired {
+		f.t.Errorf("fsck --repair on %s: exit %d, %v", what, code, problems(rep))
+	}
+	f.t.Logf("fsck --repair on %s: %v", what, problems(rep))
+}
+
 // startFails runs "memtrail serve" on the log, which must refuse to start:
 // it returns the exit status and standard error.
 func (f *faultLog) startFails() (int, string) {
@@ -800,20 +825,7 @@ func TestFaultTornTile(t *testing.T) {
 	// The right edge: the partial level-0 tile the next batch extends.
 	edge := f.tilePath("tile/0/001.p/44")
 	truncateHalf(t, edge)
-	code, stderr := f.startFails()
-	if code != 1 || !strings.Contains(stderr, "tile damaged") || !strings.Contains(stderr, "fsck --data") {
-		t.Errorf("memtrail serve on a torn right-edge tile: exit %d\n%s", code, stderr)
-	}
-	t.Logf("start on a torn right-edge tile: exit %d: %s", code, firstLines(stderr, 2))
-	rep, code := f.fsck(false)
-	if p := hasProblem(rep, "tile_mismatch"); code != 1 || p == nil || !p.Repairable {
-		t.Errorf("fsck on a torn tile: exit %d, %v", code, problems(rep))
-	}
-	rep, code = f.fsck(true)
-	if p := hasProblem(rep, "tile_mismatch"); code != 0 || p == nil || !p.Repaired {
-		t.Errorf("fsck --repair on a torn tile: exit %d, %v", code, problems(rep))
-	}
-	t.Logf("fsck --repair: %v", problems(rep))
+	f.refusedThenRepaired("a torn right-edge tile", "tile_mismatch", "tile damaged", "fsck --data")
 	// Torn the other way: the right length, zeros where the hashes were.
 	for _, rel := range []string{"tile/0/001.p/44", "tile/1/000.p/1"} {
 		fi, err := os.Stat(f.tilePath(rel))
@@ -862,7 +874,7 @@ func TestFaultTornTile(t *testing.T) {
 	if !strings.Contains(srv.stderr.tail(1<<20), "not serving a damaged tile") {
 		t.Error("the server did not log the damaged tile")
 	}
-	rep, code = f.fsck(true)
+	rep, code := f.fsck(true)
 	if p := hasProblem(rep, "tile_mismatch"); code != 0 || p == nil || !p.Repaired {
 		t.Errorf("fsck --repair on a torn interior tile: exit %d, %v", code, problems(rep))
 	}
@@ -885,7 +897,7 @@ func TestFaultTornTile(t *testing.T) {
 		t.Fatalf("no partial entry bundle: %v", err)
 	}
 	truncateHalf(t, bundles[len(bundles)-1])
-	code, stderr = f.startFails()
+	code, stderr := f.startFails()
 	if code != 1 || !strings.Contains(stderr, "tile damaged") {
 		t.Errorf("memtrail serve on a torn entry bundle: exit %d\n%s", code, stderr)
 	}
@@ -1016,20 +1028,7 @@ func TestFaultIndex(t *testing.T) {
 	}
 	fh.WriteAt(bytes.Repeat([]byte("garbage!"), 512), 0)
 	fh.Close()
-	code, stderr := f.startFails()
-	if code != 1 || !strings.Contains(stderr, "index") || !strings.Contains(stderr, "memtrail fsck") {
-		t.Errorf("memtrail serve on a damaged index: exit %d\n%s", code, stderr)
-	}
-	t.Logf("start on a damaged index: exit %d: %s", code, firstLines(stderr, 2))
-	rep, code := f.fsck(false)
-	if p := hasProblem(rep, "index_damaged"); code != 1 || p == nil || !p.Repairable {
-		t.Errorf("fsck on a damaged index: exit %d, %v", code, problems(rep))
-	}
-	rep, code = f.fsck(true)
-	if p := hasProblem(rep, "index_damaged"); code != 0 || p == nil || !p.Repaired {
-		t.Errorf("fsck --repair on a damaged index: exit %d, %v", code, problems(rep))
-	}
-	t.Logf("fsck --repair on a damaged index: %v", problems(rep))
+	f.refusedThenRepaired("a damaged index", "index_damaged", "index", "memtrail fsck")
 	srv = startServe(t, f.bin, f.data, f.trust)
 	f.check(srv.url, true)
 	f.replay(srv.url, id)
@@ -1056,7 +1055,7 @@ func TestFaultIndex(t *testing.T) {
 	// Altered: the row of one id removed. Started like this, the log would
 	// take that id again; fsck finds it.
 	dropIDAt(t, filepath.Join(f.data, "index.db-ids"), idx)
-	rep, code = f.fsck(false)
+	rep, code := f.fsck(false)
 	p := hasProblem(rep, "index_mismatch")
 	if code != 1 || p == nil || p.Index == nil || *p.Index != idx || !p.Repairable {
 		t.Errorf("fsck on an index missing entry %d: exit %d, %+v", idx, code, rep.Problems)
