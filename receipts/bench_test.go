@@ -56,11 +56,7 @@ func BenchmarkBareEd25519Verify(b *testing.B) {
 }
 
 func BenchmarkParseCompaction(b *testing.B) {
-	var vec eccrVector
-	vec.Envelope = readVector(b, "eccr-draft/eccr-v1-draft-vector.json")
-	full, _ := parseJSON(vec.Envelope, 100)
-	env, _ := full.get("envelope")
-	in := appendCanonical(nil, env)
+	in := draftEnvelope(b)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -158,11 +154,7 @@ func BenchmarkCanonicalize(b *testing.B) {
 }
 
 func BenchmarkVerifyCompaction(b *testing.B) {
-	var vec eccrVector
-	vec.Envelope = readVector(b, "eccr-draft/eccr-v1-draft-vector.json")
-	full, _ := parseJSON(vec.Envelope, 100)
-	env, _ := full.get("envelope")
-	in := appendCanonical(nil, env)
+	in := draftEnvelope(b)
 	pub := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0x2a}, 32)).Public().(ed25519.PublicKey)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()

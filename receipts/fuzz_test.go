@@ -104,11 +104,7 @@ func FuzzParseProjectionRecord(f *testing.F) {
 }
 
 func FuzzParseCompaction(f *testing.F) {
-	var vec eccrVector
-	vec.Envelope = readVector(f, "eccr-draft/eccr-v1-draft-vector.json")
-	full, _ := parseJSON(vec.Envelope, 100)
-	env, _ := full.get("envelope")
-	envBytes := appendCanonical(nil, env)
+	envBytes := draftEnvelope(f)
 	f.Add(envBytes)
 	orig, err := ParseCompaction(envBytes)
 	if err != nil {

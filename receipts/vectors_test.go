@@ -38,3 +38,17 @@ func loadEmilia(t testing.TB) emiliaVectors {
 	}
 	return v
 }
+
+// draftEnvelope returns the canonical bytes of the ECCR draft's envelope.
+func draftEnvelope(t testing.TB) []byte {
+	t.Helper()
+	full, err := parseJSON(readVector(t, "eccr-draft/eccr-v1-draft-vector.json"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, ok := full.get("envelope")
+	if !ok {
+		t.Fatal("the draft vector has no envelope")
+	}
+	return appendCanonical(nil, env)
+}
