@@ -184,13 +184,6 @@ func (ix *indexer) apply(ctx context.Context, first uint64, run []pendingItem) b
 	for _, pe := range retired {
 		ix.l.lineage.remove(pe)
 	}
-	// Lineage entries whose sequencing failed with an unknown outcome but
-	// which are in the log after all: the index has them now.
-	if ix.l.lineage.unknowns > 0 {
-		for i := range run {
-			ix.l.lineage.settleUnknown(run[i].e)
-		}
-	}
 	ix.l.lineage.mu.Unlock()
 	ix.l.Metrics.indexed.Store(first + uint64(len(run)))
 	return true

@@ -25,9 +25,6 @@ type lineage struct {
 	// compaction accepted before it that holds its item has an index:
 	// otherwise that compaction could land after the purge.
 	unsequenced map[string][]*pendingEntry
-
-	// unknowns counts the entries held with an unknown outcome.
-	unknowns int
 }
 
 // A pendingEntry is a lineage entry between its acceptance and its arrival
@@ -66,23 +63,7 @@ func (g *lineage) add(p *pendingEntry) {
 // whether it was logged (g.mu held).
 func (g *lineage) markUnknown(p *pendingEntry) {
 	p.unknown = true
-	g.unknowns++
 	g.unlinkItems(p)
-}
-
-// settleUnknown retires the held entry with e's id once e is in the index
-// (g.mu held).
-func (g *lineage) settleUnknown(e Entry) {
-	var p *pendingEntry
-	switch e.Kind {
-	case receipts.KindCompaction:
-		p = g.compactions[e.ID]
-	case receipts.KindTombstone:
-		p = g.tombstones[e.Item]
-	}
-	if p != nil && p.unknown && p.entry.ID == e.ID {
-		g.remove(p)
-	}
 }
 
 // sequenced records p's index (g.mu held).
@@ -119,9 +100,6 @@ func (g *lineage) remove(p *pendingEntry) {
 	case receipts.KindCompaction:
 		if g.compactions[p.entry.ID] == p {
 			delete(g.compactions, p.entry.ID)
-			if p.unknown {
-				g.unknowns--
-			}
 		}
 		if p.entry.Supersedes != "" && g.supersededBy[p.entry.Supersedes] == p {
 			delete(g.supersededBy, p.entry.Supersedes)
@@ -132,9 +110,6 @@ func (g *lineage) remove(p *pendingEntry) {
 	case receipts.KindTombstone:
 		if g.tombstones[p.entry.Item] == p {
 			delete(g.tombstones, p.entry.Item)
-			if p.unknown {
-				g.unknowns--
-			}
 		}
 	}
 }
