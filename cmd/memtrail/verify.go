@@ -230,6 +230,19 @@ func readInput(what, path string) ([]byte, error) {
 	return b, nil
 }
 
+// readAdapterPins reads an --adapters file; its errors are input errors.
+func readAdapterPins(path string) ([]*receipts.AdapterPin, error) {
+	b, err := readInput("adapter pins", path)
+	if err != nil {
+		return nil, inputError(err)
+	}
+	pins, err := receipts.ParseAdapterPins(b)
+	if err != nil {
+		return nil, inputError(fmt.Errorf("%s: %w", path, err), "--adapters takes adapter_pin objects, as in the interop vectors")
+	}
+	return pins, nil
+}
+
 func readTlogPolicy(path string) (*verifier.Policy, error) {
 	b, err := readInput("tlog-policy", path)
 	if err != nil {
@@ -271,13 +284,9 @@ func verifyProjection(args []string) error {
 	if err != nil {
 		return inputError(err)
 	}
-	pinsRaw, err := readInput("adapter pins", *adaptersFlag)
+	pins, err := readAdapterPins(*adaptersFlag)
 	if err != nil {
-		return inputError(err)
-	}
-	pins, err := receipts.ParseAdapterPins(pinsRaw)
-	if err != nil {
-		return inputError(fmt.Errorf("%s: %w", *adaptersFlag, err), "--adapters takes adapter_pin objects, as in the interop vectors")
+		return err
 	}
 	opts := verifier.ProjectionOptions{Pins: pins, Time: atFlag.t}
 	if *materialFlag != "" {

@@ -96,13 +96,9 @@ func verifyReceipt(args []string) error {
 		pins, compactors, issuers = t.Adapters, t.Compactors, t.Issuers
 	}
 	if *adaptersFlag != "" {
-		b, err := readInput("adapter pins", *adaptersFlag)
+		p, err := readAdapterPins(*adaptersFlag)
 		if err != nil {
-			return inputError(err)
-		}
-		p, err := receipts.ParseAdapterPins(b)
-		if err != nil {
-			return inputError(fmt.Errorf("%s: %w", *adaptersFlag, err), "--adapters takes adapter_pin objects, as in the interop vectors")
+			return err
 		}
 		pins = append(pins, p...)
 	}
