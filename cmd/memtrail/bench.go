@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,6 +94,7 @@ func runBench(args []string) error {
 	inflightFlag := fs.Int("max-in-flight", 4096, "in-flight limit of the started log")
 	jsonFlag := fs.Bool("json", false, "also write results as JSON lines")
 	cpuprofileFlag := fs.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
+	repeatFlag := fs.Int("repeat", 1, "run the list of modes this many times and report medians (these machines are noisy)")
 	prefillFlag := fs.Int("prefill", 0, "first append this many signed receipts to the started log (its index catches up at start)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
@@ -106,6 +108,9 @@ func runBench(args []string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *repeatFlag < 1 {
+		return withHint(fmt.Errorf("bad --repeat %d", *repeatFlag), "--repeat counts runs of the mode list: 1 or more")
 	}
 	modes := strings.Split(*modesFlag, ",")
 	for _, m := range modes {
@@ -163,75 +168,121 @@ func runBench(args []string) error {
 
 	fmt.Fprintf(os.Stderr, "signing %d receipts per run...\n", *totalFlag)
 	var results []loadgen.Result
-	var raw, batch, wait, single *loadgen.Result
+	// perMode gathers each mode's results over the repetitions, and
+	// ratios each one's entries/s against the raw run of its repetition.
+	perMode := map[string][]loadgen.Result{}
+	ratios := map[string][]float64{}
 	run := 0
-	for _, m := range modes {
-		run++
-		n := *totalFlag
-		if (m == "wait" || m == "rekor") && *waitTotalFlag > 0 {
-			n = *waitTotalFlag
+	for rep := 0; rep < *repeatFlag; rep++ {
+		if *repeatFlag > 1 {
+			fmt.Printf("-- repetition %d of %d\n", rep+1, *repeatFlag)
 		}
-		var r loadgen.Result
-		if m == "rekor" {
-			r, err = benchRekor(ctx, tmp, *waitClientsFlag, n)
+		var raw, batch, wait, single *loadgen.Result
+		for _, m := range modes {
+			run++
+			n := *totalFlag
+			if (m == "wait" || m == "rekor") && *waitTotalFlag > 0 {
+				n = *waitTotalFlag
+			}
+			var r loadgen.Result
+			if m == "rekor" {
+				r, err = benchRekor(ctx, filepath.Join(tmp, "rekor-"+strconv.Itoa(run)), *waitClientsFlag, n)
+				if err != nil {
+					return err
+				}
+				results = append(results, r)
+				perMode[m] = append(perMode[m], r)
+				line := r.String()
+				if wait != nil {
+					line += fmt.Sprintf("\n           memtrail wait-proof / rekor: %.2f× the entries/s, %.2f× the p50", wait.PerSecond/r.PerSecond, float64(wait.P50)/float64(r.P50))
+				}
+				fmt.Println(line)
+				if *jsonFlag {
+					b, _ := json.Marshal(r)
+					fmt.Println(string(b))
+				}
+				continue
+			}
+			bodies, err := loadgen.Projections(signers, strconv.Itoa(run)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36), n)
 			if err != nil {
 				return err
 			}
+			cpu0 := cpuNow(child)
+			switch m {
+			case "raw":
+				r, err = loadgen.RawTessera(ctx, filepath.Join(tmp, "raw-"+strconv.Itoa(run)), bodies, *rawClientsFlag, *rawSizeFlag, *rawAgeFlag)
+				if err != nil {
+					return err
+				}
+				raw = &r
+			case "batch":
+				r = loadgen.Batch(ctx, base, bodies, *clientsFlag, *linesFlag)
+				batch = &r
+			case "single":
+				r = loadgen.Single(ctx, base, bodies, *singleClientsFlag, false)
+				single = &r
+			case "wait":
+				r = loadgen.Single(ctx, base, bodies, *waitClientsFlag, true)
+				wait = &r
+			case "rate":
+				rate := *rateFlag
+				if rate == 0 {
+					switch {
+					case single != nil:
+						rate = single.PerSecond / 2
+					case batch != nil:
+						rate = batch.PerSecond / 2
+					default:
+						return withHint(errors.New("rate needs --rate or a single or batch run before it"), "add single before rate in --modes")
+					}
+				}
+				r = loadgen.Rate(ctx, base, bodies[:min(len(bodies), int(rate*20))], rate)
+			}
+			cpu := cpuNow(child).sub(cpu0)
+			if r.Entries > 0 {
+				if m == "raw" {
+					// Raw Tessera runs in this process.
+					r.LogCPUPerEntry = cpu.self / time.Duration(r.Entries)
+				} else {
+					r.LogCPUPerEntry = cpu.log / time.Duration(r.Entries)
+					r.LoadCPUPerEntry = cpu.self / time.Duration(r.Entries)
+				}
+			}
 			results = append(results, r)
+			perMode[m] = append(perMode[m], r)
 			line := r.String()
-			if wait != nil {
-				line += fmt.Sprintf("\n           memtrail wait-proof / rekor: %.2f× the entries/s, %.2f× the p50", wait.PerSecond/r.PerSecond, float64(wait.P50)/float64(r.P50))
+			if raw != nil && m != "raw" {
+				line += fmt.Sprintf("  (%.2f× raw)", r.PerSecond/raw.PerSecond)
+				ratios[m] = append(ratios[m], r.PerSecond/raw.PerSecond)
+			}
+			if c := r.CPUString(); c != "" {
+				line += "\n           " + c
 			}
 			fmt.Println(line)
 			if *jsonFlag {
 				b, _ := json.Marshal(r)
 				fmt.Println(string(b))
 			}
-			continue
 		}
-		bodies, err := loadgen.Projections(signers, strconv.Itoa(run)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36), n)
-		if err != nil {
-			return err
-		}
-		switch m {
-		case "raw":
-			r, err = loadgen.RawTessera(ctx, filepath.Join(tmp, "raw"), bodies, *rawClientsFlag, *rawSizeFlag, *rawAgeFlag)
-			if err != nil {
-				return err
+	}
+	if *repeatFlag > 1 {
+		fmt.Printf("-- medians of %d repetitions\n", *repeatFlag)
+		seen := map[string]bool{}
+		for _, m := range modes {
+			if seen[m] {
+				continue
 			}
-			raw = &r
-		case "batch":
-			r = loadgen.Batch(ctx, base, bodies, *clientsFlag, *linesFlag)
-			batch = &r
-		case "single":
-			r = loadgen.Single(ctx, base, bodies, *singleClientsFlag, false)
-			single = &r
-		case "wait":
-			r = loadgen.Single(ctx, base, bodies, *waitClientsFlag, true)
-			wait = &r
-		case "rate":
-			rate := *rateFlag
-			if rate == 0 {
-				switch {
-				case single != nil:
-					rate = single.PerSecond / 2
-				case batch != nil:
-					rate = batch.PerSecond / 2
-				default:
-					return withHint(errors.New("rate needs --rate or a single or batch run before it"), "add single before rate in --modes")
-				}
+			seen[m] = true
+			rs := perMode[m]
+			rates := make([]float64, len(rs))
+			for i, r := range rs {
+				rates[i] = r.PerSecond
 			}
-			r = loadgen.Rate(ctx, base, bodies[:min(len(bodies), int(rate*20))], rate)
-		}
-		results = append(results, r)
-		line := r.String()
-		if raw != nil && m != "raw" {
-			line += fmt.Sprintf("  (%.2f× raw)", r.PerSecond/raw.PerSecond)
-		}
-		fmt.Println(line)
-		if *jsonFlag {
-			b, _ := json.Marshal(r)
-			fmt.Println(string(b))
+			line := fmt.Sprintf("%-10s %9.0f entries/s (runs: %s)", m, median(rates), joinFloats(rates, "%.0f"))
+			if rr := ratios[m]; len(rr) > 0 {
+				line += fmt.Sprintf("  %.2f× raw (runs: %s)", median(rr), joinFloats(rr, "%.2f"))
+			}
+			fmt.Println(line)
 		}
 	}
 	if child != nil {
@@ -330,6 +381,72 @@ func startBenchLog(tmp string, signers *gen.Signers, batchSize uint, batchAge, c
 		time.Sleep(20 * time.Millisecond)
 	}
 	return cmd, base, nil
+}
+
+// cpuUsage is CPU time (user and system) consumed so far by this process
+// and by the started log, if any.
+type cpuUsage struct{ self, log time.Duration }
+
+func (a cpuUsage) sub(b cpuUsage) cpuUsage { return cpuUsage{a.self - b.self, a.log - b.log} }
+
+// cpuNow reads the CPU time of this process and of child (nil: none, or a
+// log given with --log, whose CPU is not ours to read).
+func cpuNow(child *exec.Cmd) cpuUsage {
+	var u cpuUsage
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		u.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if child != nil && child.Process != nil {
+		u.log = procCPU(child.Process.Pid)
+	}
+	return u
+}
+
+// procCPU reads utime + stime of a process from /proc/PID/stat, in the
+// kernel's clock ticks (USER_HZ, 100 a second on Linux).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is in parentheses and may hold spaces;
+	// fields are counted after its closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * (time.Second / 100)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func joinFloats(xs []float64, format string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf(format, x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // peakRSS reads VmHWM of a process.

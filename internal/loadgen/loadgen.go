@@ -36,6 +36,24 @@ type Result struct {
 	P90       time.Duration `json:"p90_ns"`
 	P99       time.Duration `json:"p99_ns"`
 	FirstErr  string        `json:"first_error,omitempty"`
+	// CPU time per acknowledged entry, when the bench could read it: the
+	// log's own (for raw, this process running Tessera), and the load
+	// generator's.
+	LogCPUPerEntry  time.Duration `json:"log_cpu_per_entry_ns,omitempty"`
+	LoadCPUPerEntry time.Duration `json:"load_cpu_per_entry_ns,omitempty"`
+}
+
+// CPUString describes the run's CPU time per entry, or is empty.
+func (r Result) CPUString() string {
+	switch {
+	case r.LogCPUPerEntry > 0 && r.LoadCPUPerEntry > 0:
+		return fmt.Sprintf("CPU per entry: log %s, load generator %s", r.LogCPUPerEntry.Round(100*time.Nanosecond), r.LoadCPUPerEntry.Round(100*time.Nanosecond))
+	case r.LogCPUPerEntry > 0:
+		return fmt.Sprintf("CPU per entry: %s", r.LogCPUPerEntry.Round(100*time.Nanosecond))
+	case r.LoadCPUPerEntry > 0:
+		return fmt.Sprintf("CPU per entry: load generator %s", r.LoadCPUPerEntry.Round(100*time.Nanosecond))
+	}
+	return ""
 }
 
 func (r Result) String() string {
