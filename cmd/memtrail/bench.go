@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -207,6 +208,13 @@ func runBench(args []string) error {
 			if err != nil {
 				return err
 			}
+			// The unit every figure below can be read in: one bare Ed25519
+			// verification of this run's receipts, timed now, on this
+			// machine whose speed drifts from minute to minute.
+			bare, err := bareVerify(signers, bodies)
+			if err != nil {
+				return err
+			}
 			cpu0 := cpuNow(child)
 			switch m {
 			case "raw":
@@ -239,6 +247,7 @@ func runBench(args []string) error {
 				r = loadgen.Rate(ctx, base, bodies[:min(len(bodies), int(rate*20))], rate)
 			}
 			cpu := cpuNow(child).sub(cpu0)
+			r.BareVerify = bare
 			if r.Entries > 0 {
 				if m == "raw" {
 					// Raw Tessera runs in this process.
@@ -381,6 +390,31 @@ func startBenchLog(tmp string, signers *gen.Signers, batchSize uint, batchAge, c
 		time.Sleep(20 * time.Millisecond)
 	}
 	return cmd, base, nil
+}
+
+// bareVerify times ed25519.Verify alone over up to 2,000 of bodies' records,
+// on one goroutine, and returns the time of one verification.
+func bareVerify(signers *gen.Signers, bodies [][]byte) (time.Duration, error) {
+	pub := signers.Adapter.Public().(ed25519.PublicKey)
+	type item struct{ msg, sig []byte }
+	items := make([]item, 0, 2000)
+	for _, b := range bodies[:min(len(bodies), cap(items))] {
+		r, err := receipts.ParseProjectionRecord(b)
+		if err != nil {
+			return 0, err
+		}
+		items = append(items, item{r.SignedBytes(), r.Proof.Signature})
+	}
+	if len(items) == 0 {
+		return 0, nil
+	}
+	t0 := time.Now()
+	for _, it := range items {
+		if !ed25519.Verify(pub, it.msg, it.sig) {
+			return 0, errors.New("bench: a generated receipt does not verify")
+		}
+	}
+	return time.Since(t0) / time.Duration(len(items)), nil
 }
 
 // cpuUsage is CPU time (user and system) consumed so far by this process

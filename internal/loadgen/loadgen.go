@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,19 +42,41 @@ type Result struct {
 	// generator's.
 	LogCPUPerEntry  time.Duration `json:"log_cpu_per_entry_ns,omitempty"`
 	LoadCPUPerEntry time.Duration `json:"load_cpu_per_entry_ns,omitempty"`
+	// BareVerify is one bare Ed25519 verification of the run's receipts,
+	// timed on one core just before the run: the unit in which CPU per
+	// entry compares across runs on a machine whose speed drifts.
+	BareVerify time.Duration `json:"bare_verify_ns,omitempty"`
 }
 
-// CPUString describes the run's CPU time per entry, or is empty.
+// CPUString describes the run's CPU time per entry, in time and in bare
+// Ed25519 verifications, or is empty.
 func (r Result) CPUString() string {
-	switch {
-	case r.LogCPUPerEntry > 0 && r.LoadCPUPerEntry > 0:
-		return fmt.Sprintf("CPU per entry: log %s, load generator %s", r.LogCPUPerEntry.Round(100*time.Nanosecond), r.LoadCPUPerEntry.Round(100*time.Nanosecond))
-	case r.LogCPUPerEntry > 0:
-		return fmt.Sprintf("CPU per entry: %s", r.LogCPUPerEntry.Round(100*time.Nanosecond))
-	case r.LoadCPUPerEntry > 0:
-		return fmt.Sprintf("CPU per entry: load generator %s", r.LoadCPUPerEntry.Round(100*time.Nanosecond))
+	d := func(x time.Duration) string {
+		s := x.Round(100 * time.Nanosecond).String()
+		if r.BareVerify > 0 {
+			s += fmt.Sprintf(" (%.2f verifications)", float64(x)/float64(r.BareVerify))
+		}
+		return s
 	}
-	return ""
+	var parts []string
+	if r.LogCPUPerEntry > 0 {
+		name := "log"
+		if r.LoadCPUPerEntry == 0 {
+			name = "this process"
+		}
+		parts = append(parts, name+" "+d(r.LogCPUPerEntry))
+	}
+	if r.LoadCPUPerEntry > 0 {
+		parts = append(parts, "load generator "+d(r.LoadCPUPerEntry))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	s := "CPU per entry: " + strings.Join(parts, ", ")
+	if r.BareVerify > 0 {
+		s += fmt.Sprintf("; one bare Ed25519 verification: %s", r.BareVerify.Round(100*time.Nanosecond))
+	}
+	return s
 }
 
 func (r Result) String() string {
