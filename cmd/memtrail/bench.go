@@ -53,7 +53,12 @@ reported. With --log it drives a running log, which must trust --adapter-key
 	        submitting a signed entry and waiting for its inclusion proof
 
 Results are printed as a table, ratios against raw when it ran, and with
---json as JSON lines.
+--json as JSON lines. Each run also reports CPU time per entry: the log's
+(when the bench started it) and the load generator's, in time and in bare
+Ed25519 verifications of the run's receipts timed on one core just before
+it, a unit that holds still while the machine's speed drifts. --repeat N
+runs the mode list N times and ends with the median of each mode's rate and
+of its ratio against the raw run of the same repetition.
 
 The command exits 0 if every run completed and 1 otherwise.
 
