@@ -136,6 +136,8 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/v1/compactions", s.serveCompaction)
 	r.Get("/v1/compactions/{id}", s.serveCompaction)
 	r.Get("/v1/compactions/{id}/sources/{item}/proof", s.serveSourceProof)
+	r.Get("/v1/tombstones", s.serveTombstone)
+	r.Get("/v1/tombstones/{id}", s.serveTombstone)
 	r.Get("/v1/items/{digest}", s.serveItem)
 	r.Get("/v1/manifests/{root}", s.serveManifest)
 	r.Get("/v1/checkpoints/{size}", s.serveCheckpointAt)

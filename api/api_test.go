@@ -259,6 +259,21 @@ func TestLineageEndpoints(t *testing.T) {
 	if is.State != "retained" || len(is.Compactions) != 2 {
 		t.Errorf("retained item = %s", body)
 	}
+	// The tombstone by its id, in both spellings, with its record; an
+	// unknown id is 404, and a projection's id is not a tombstone's.
+	for _, path := range []string{"/v1/tombstones/urn:t:1", "/v1/tombstones?id=urn:t:1"} {
+		code, _, body = ts.do("GET", path, "", nil)
+		var e Entry
+		if err := json.Unmarshal(body, &e); err != nil || code != 200 || e.Kind != "tombstone" || e.ID != "urn:t:1" ||
+			!bytes.Equal(e.Receipt, tomb.Canonical()) || results[2].Accepted == nil || e.Index != results[2].Accepted.Index {
+			t.Errorf("GET %s = %d %s", path, code, body)
+		}
+	}
+	for _, id := range []string{"urn:t:none", "urn:p:b1"} {
+		if code, _, body = ts.do("GET", "/v1/tombstones?id="+id, "", nil); code != 404 {
+			t.Errorf("tombstone %s: %d %s", id, code, body)
+		}
+	}
 	code, hdr, body := ts.do("GET", "/v1/manifests/"+mf2.Root(), "", nil)
 	if code != 200 || !bytes.Equal(body, mf2.Canonical()) || !strings.Contains(hdr.Get("Cache-Control"), "immutable") {
 		t.Errorf("manifest = %d %s", code, hdr)

@@ -100,6 +100,20 @@ func (s *Server) serveProjection(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, err)
 }
 
+// serveTombstone answers GET /v1/tombstones/{id} (and ?id=) as
+// serveProjection does: the entry, its record and its proof.
+func (s *Server) serveTombstone(w http.ResponseWriter, r *http.Request) {
+	id, err := pathParam(r, "id", "id")
+	if err == nil {
+		var e *Entry
+		if e, err = s.entry(r.Context(), receipts.KindTombstone, id); err == nil {
+			writeJSON(w, http.StatusOK, e)
+			return
+		}
+	}
+	s.writeError(w, r, err)
+}
+
 // CompactionState is the body of GET /v1/compactions/{id}.
 type CompactionState struct {
 	Entry
