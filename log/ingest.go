@@ -158,6 +158,13 @@ func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*
 	err := l.verify(sub)
 	<-l.cpu
 	if err != nil {
+		if spentAnyway(err) {
+			// The id is spent whatever the record's age: a retry that
+			// comes late learns where its record is, not that it is stale.
+			if idx, lerr := l.LookupID(ctx, sub.Receipt.Kind(), sub.Receipt.ID()); lerr == nil {
+				return nil, &ReplayError{Kind: sub.Receipt.Kind(), ID: sub.Receipt.ID(), FirstIndex: idx}
+			}
+		}
 		return nil, err
 	}
 	r := sub.Receipt
@@ -205,6 +212,17 @@ func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*
 		l.claims.logged(cl, acc.Index)
 		return acc, nil
 	}
+}
+
+// spentAnyway reports whether a refusal is only about time — the record's
+// age or the clock — found after its signature verified. Such a refusal of
+// an id that is already logged is answered as the replay it also is.
+func spentAnyway(err error) bool {
+	switch receipts.ErrorCode(err) {
+	case receipts.CodeTrustSnapshotStale, receipts.CodeRecordStale, receipts.CodeRecordFromFuture:
+		return true
+	}
+	return false
 }
 
 // verify checks everything about a submission that needs no log state.

@@ -148,6 +148,42 @@ func TestSubmitAndReplay(t *testing.T) {
 	}
 }
 
+// TestLateRetryIsReplay: a record whose id is logged, sent again once it
+// is too old to be accepted, is answered as the replay (naming the index),
+// in memory and from the index; an unlogged id of the same age is stale.
+func TestLateRetryIsReplay(t *testing.T) {
+	tl := newTestLog(t)
+	tl.mustSubmit(tl.projection("urn:p:a"))
+	acc := tl.mustSubmit(tl.projection("urn:p:late"))
+	old := func(id string) *receipts.Submission {
+		// Older than the freshness window, within the key's validity.
+		r, _, err := tl.s.Projection(id, time.Now().UTC().Add(-30*time.Minute), 2, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &receipts.Submission{Receipt: r}
+	}
+	for _, when := range []string{"claimed in memory", "indexed"} {
+		if when == "indexed" {
+			tl.waitIndexed(2)
+		}
+		err := tl.wantRefused(old("urn:p:late"), receipts.CodeProjectionReplay)
+		var re *ReplayError
+		if !errors.As(err, &re) || re.FirstIndex != acc.Index {
+			t.Errorf("%s: %v, want a replay naming index %d", when, err, acc.Index)
+		}
+	}
+	_, err := tl.Submit(context.Background(), old("urn:p:never"))
+	if c := receipts.ErrorCode(err); c != receipts.CodeTrustSnapshotStale && c != receipts.CodeRecordStale {
+		t.Errorf("an old record of an unlogged id: %v, want it refused as stale", err)
+	}
+	// A record that is malformed or badly signed is refused for that,
+	// logged id or not.
+	bad := old("urn:p:late").Receipt.(*receipts.ProjectionRecord)
+	bad.Proof.Signature[0] ^= 1
+	tl.wantRefused(&receipts.Submission{Receipt: bad}, receipts.CodeSignatureInvalid)
+}
+
 func TestConcurrentSingleUse(t *testing.T) {
 	tl := newTestLog(t)
 	sub := tl.projection("urn:p:contested")
