@@ -187,9 +187,18 @@ func TestWaitProofAndLookups(t *testing.T) {
 	if code != 404 {
 		t.Errorf("unknown projection: %d", code)
 	}
+	// Requests that can never be answered say so, apart from "not yet".
 	code, _, body = ts.do("GET", "/v1/proof/5", "", nil)
-	if code != 404 || refusalOf(t, body).Code != "not_published" {
-		t.Errorf("proof beyond the tree: %d %s", code, body)
+	if r := refusalOf(t, body); code != 404 || r.Code != "not_found" || !strings.Contains(r.Detail, "the log has 1 entries") {
+		t.Errorf("proof beyond the log: %d %s", code, body)
+	}
+	code, _, body = ts.do("GET", "/v1/proof/5?size=1", "", nil)
+	if r := refusalOf(t, body); code != 400 || !strings.Contains(r.Detail, "not in a tree of size 1") {
+		t.Errorf("proof beyond the size asked: %d %s", code, body)
+	}
+	code, _, body = ts.do("GET", "/v1/proof/0?size=7", "", nil)
+	if r := refusalOf(t, body); code != 404 || !strings.Contains(r.Detail, "no checkpoint of size 7 was published") || !strings.Contains(r.Detail, "latest is of size 1") {
+		t.Errorf("proof at a size never published: %d %s", code, body)
 	}
 }
 

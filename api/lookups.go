@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -334,6 +335,10 @@ func (s *Server) serveProof(w http.ResponseWriter, r *http.Request) {
 		size, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			s.writeError(w, r, badRequest("size must be a decimal integer"))
+			return
+		}
+		if index >= size {
+			s.writeError(w, r, badRequest(fmt.Sprintf("entry %d is not in a tree of size %d, which holds entries 0 to %d; ask for a size above %d, or omit size for the latest checkpoint", index, size, int64(size)-1, index)))
 			return
 		}
 		if cp, err = s.log.CheckpointAt(ctx, size); err != nil {

@@ -77,7 +77,11 @@ func (l *Log) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
 	if err == nil && cp.Size == size {
 		return raw, nil
 	}
-	return l.index.CheckpointAt(ctx, size)
+	note, xerr := l.index.CheckpointAt(ctx, size)
+	if errors.Is(xerr, ErrNotFound) && err == nil {
+		return nil, fmt.Errorf("no checkpoint of size %d was published: the log archives the checkpoints it publishes (GET /v1/checkpoints/{size}), and the latest is of size %d; use the size of one it published, or none for the latest: %w", size, cp.Size, ErrNotFound)
+	}
+	return note, xerr
 }
 
 // Checkpoint returns the latest published checkpoint (with any witness
@@ -120,7 +124,10 @@ func (l *Log) InclusionProof(ctx context.Context, index uint64, cp []byte) ([]by
 		return nil, fmt.Errorf("checkpoint does not verify: %w", err)
 	}
 	if index >= c.Size {
-		return nil, fmt.Errorf("index %d at size %d: %w", index, c.Size, ErrNotPublished)
+		if n, err := l.reader.IntegratedSize(ctx); err == nil && index >= n {
+			return nil, fmt.Errorf("entry %d does not exist: the log has %d entries (0 to %d): %w", index, n, int64(n)-1, ErrNotFound)
+		}
+		return nil, fmt.Errorf("entry %d is logged but the latest published checkpoint (size %d) does not cover it yet; a checkpoint normally follows within the checkpoint interval: %w", index, c.Size, ErrNotPublished)
 	}
 	var path [][]byte
 	err = l.proofBuilder(ctx, c.Size, func(pb *client.ProofBuilder) error {
