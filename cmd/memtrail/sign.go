@@ -22,7 +22,7 @@ Make a signed receipt, for producers and for trying the log out.
 
 	memtrail sign projection --key KEY.pem [--adapter-id URI] [--key-id ID] [--id URI]
 		[--request FILE] [--selection-policy FILE] [--trust-snapshot FILE]
-		[--material-out FILE] FRAGMENT...
+		[--material-out FILE] [FRAGMENT...]
 	memtrail sign compaction --key KEY.pem --manifest FILE [--id URI] [--output FILE]
 		[--supersedes ID --purged DIGEST...]
 	memtrail sign tombstone --key KEY.pem --item DIGEST [--id URI] [--reason REASON]
@@ -30,7 +30,9 @@ Make a signed receipt, for producers and for trying the log out.
 
 A projection record commits to the FRAGMENT files, in order, as the exact
 framed bytes of one context projection (draft section 6): its nonclaims are
-NOT_ESTABLISHED and its exclusion counts zero. --material-out writes the
+NOT_ESTABLISHED and its exclusion counts zero. With no FRAGMENT it records
+a projection that delivered nothing ("delivered": [], byte_length 0), which
+the draft allows. --material-out writes the
 interop verification material (request, policy and snapshot bytes,
 fragments, projection) for "memtrail verify projection --material".
 The defaults are the development adapter of "memtrail serve"
