@@ -28,7 +28,7 @@ type Problem struct {
 	// hash to the tree root: the log content is damaged and fsck cannot
 	// repair it), checkpoint_invalid, checkpoint_mismatch, tile_mismatch,
 	// tile_missing, duplicate_id, manifest_missing, manifest_corrupt,
-	// manifest_unreferenced, index_damaged, index_ahead, index_behind,
+	// manifest_unreferenced, index_damaged, index_missing, index_ahead, index_behind,
 	// index_mismatch.
 	Kind       string  `json:"kind"`
 	Index      *uint64 `json:"index,omitempty"`
@@ -130,7 +130,13 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 	// The index, opened only if it is sound.
 	idxPath := filepath.Join(dir, "index.db")
 	var index Index
-	if x, err := OpenSQLiteIndex(idxPath); err != nil {
+	if _, err := os.Stat(idxPath); errors.Is(err, fs.ErrNotExist) {
+		// Not created here: a check writes nothing.
+		rep.add(Problem{Kind: "index_missing", Repairable: true, Detail: "the index database " + idxPath + " is missing: " +
+			"memtrail serve (or fsck --repair) rebuilds it from the log, but the archive of the checkpoints published before the latest " +
+			"(GET /v1/checkpoints/{size}, and proofs against those sizes) was kept in it and cannot be re-derived; " +
+			"restore index.db from a backup before restarting to keep that archive"})
+	} else if x, err := OpenSQLiteIndex(idxPath); err != nil {
 		rep.add(Problem{Kind: "index_damaged", Detail: err.Error(), Repairable: true})
 	} else {
 		index = x
@@ -308,7 +314,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 			err := rebuildIndex(ctx, dir, index, size)
 			for i := range rep.Problems {
 				p := &rep.Problems[i]
-				if p.Repairable && (p.Kind == "index_damaged" || p.Kind == "index_ahead" || p.Kind == "index_behind" || p.Kind == "index_mismatch") {
+				if p.Repairable && (p.Kind == "index_damaged" || p.Kind == "index_missing" || p.Kind == "index_ahead" || p.Kind == "index_behind" || p.Kind == "index_mismatch") {
 					if err == nil {
 						p.Repaired = true
 					} else {
