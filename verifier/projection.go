@@ -236,9 +236,12 @@ func VerifyProjection(ctx context.Context, record []byte, opts ProjectionOptions
 	default:
 		reg, err := opts.Registry.Register(ctx, r.ProjectionID, r.Canonical(), at)
 		var re *ReplayError
+		var ue *UnprovenError
 		switch {
 		case errors.As(err, &re):
 			l.fail(CheckSingleUse, 3, receipts.CodeProjectionReplay, "projection_id", re.Error())
+		case errors.As(err, &ue):
+			l.fail(CheckSingleUse, 3, ue.Code, "projection_id", ue.Error())
 		case err != nil:
 			rep.Result = l.result()
 			return rep, fmt.Errorf("verifier: single use of %s: %w", r.ProjectionID, err)

@@ -3,6 +3,7 @@ package verifier
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,9 +24,10 @@ import (
 //     error).
 //   - A registration is durable when Register returns it.
 //   - Register returns a *ReplayError, naming the earlier registration,
-//     when the id was used before; any other error means the registry
-//     could not answer, and the verification is neither accepted nor
-//     refused.
+//     when the id was used before, and an *[UnprovenError] when the
+//     registry's answer could not be proven (a log that gave no valid
+//     inclusion proof); any other error means the registry could not
+//     answer, and the verification is neither accepted nor refused.
 //
 // [VerifyProjection] calls Register last, only for a record that passed
 // every other check.
@@ -43,6 +45,9 @@ type Registration struct {
 	// Existing is set when the log already held exactly this record under
 	// the id: the id is bound to this record and to no other.
 	Existing bool `json:"existing,omitempty"`
+	// Proof is, for a registration in a log, the tlog-proof that proved
+	// the record logged at LogIndex in a checkpoint of the tlog-policy.
+	Proof string `json:"proof,omitempty"`
 }
 
 func (r *Registration) describe() string {
@@ -51,6 +56,9 @@ func (r *Registration) describe() string {
 		s += " at index " + strconv.FormatUint(*r.LogIndex, 10)
 		if r.Existing {
 			s = r.ProjectionID + " is logged once, as this record, in " + r.Registry + " at index " + strconv.FormatUint(*r.LogIndex, 10)
+		}
+		if r.Proof != "" {
+			s += " (inclusion proven under the tlog-policy)"
 		}
 	}
 	if r.RegisteredAt != "" {
@@ -85,6 +93,69 @@ func (e *ReplayError) Error() string {
 // Unwrap exposes the closed code.
 func (e *ReplayError) Unwrap() error {
 	return &receipts.Error{Code: receipts.CodeProjectionReplay, Member: "projection_id", Reason: e.Error()}
+}
+
+// UnprovenError refuses a log's answer about a projection id that does not
+// come with the proof it needs: an inclusion proof of the logged record's
+// leaf, at the index the log named, in a checkpoint that opens under the
+// tlog-policy. Its Code is [CodeSingleUseUnproven] when the log gave no
+// proof or a record that does not fit, or the code of the proof's failure
+// (proof_malformed, checkpoint_invalid, witness_quorum_not_met,
+// inclusion_proof_invalid). [VerifyProjection] reports it as a failed
+// single_use check: what the log says without proof is never accepted.
+type UnprovenError struct {
+	ProjectionID string
+	Code         receipts.Code
+	Reason       string
+}
+
+func (e *UnprovenError) Error() string {
+	return fmt.Sprintf("single use of %s is not proven: %s", e.ProjectionID, e.Reason)
+}
+
+// ProveLoggedProjection checks a log's evidence about projection id: that
+// logged (a projection record, as the log returned it) has that
+// projection_id and is the entry at index of a log of policy p, by the
+// tlog-proof tlogProof. It returns the logged record's leaf (its canonical
+// bytes), so that the caller can tell whether it is the record being
+// verified. Every failure is an *[UnprovenError].
+func ProveLoggedProjection(p *Policy, id string, index uint64, logged, tlogProof []byte) ([]byte, error) {
+	unproven := func(code receipts.Code, format string, args ...any) error {
+		return &UnprovenError{ProjectionID: id, Code: code, Reason: fmt.Sprintf(format, args...)}
+	}
+	if p == nil {
+		return nil, unproven(CodeSingleUseUnproven, "no tlog-policy to check the log's proof under")
+	}
+	r, err := receipts.ParseProjectionRecord(logged)
+	if err != nil {
+		return nil, unproven(CodeSingleUseUnproven, "the log's entry at index %d is not a projection record: %v", index, err)
+	}
+	if r.ProjectionID != id {
+		return nil, unproven(CodeSingleUseUnproven, "the log answered with the record of %s at index %d", r.ProjectionID, index)
+	}
+	if len(tlogProof) == 0 {
+		return nil, unproven(CodeSingleUseUnproven, "the log gave no inclusion proof of its entry at index %d", index)
+	}
+	leaf := r.Canonical()
+	ip, _, err := VerifyProof(p, tlogProof, LeafHash(leaf))
+	if err != nil {
+		return nil, unproven(ProofErrorCode(err), "the log's proof for index %d does not verify: %v", index, err)
+	}
+	if ip.Index != index {
+		return nil, unproven(CodeInclusionInvalid, "the log named index %d, but its proof is for index %d", index, ip.Index)
+	}
+	return leaf, nil
+}
+
+// ProofErrorCode maps an error of [VerifyProof] or [OpenCheckpoint] to its
+// closed code: inclusion_proof_invalid, witness_quorum_not_met,
+// proof_malformed or checkpoint_invalid.
+func ProofErrorCode(err error) receipts.Code {
+	if errors.Is(err, ErrInclusion) {
+		return CodeInclusionInvalid
+	}
+	_, code := checkpointCode(err)
+	return code
 }
 
 // RegistryHeader is the first line of a registry file.

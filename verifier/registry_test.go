@@ -3,8 +3,12 @@ package verifier_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -186,28 +190,39 @@ func TestLogRegistry(t *testing.T) {
 	defer l.close()
 	srv := httptest.NewServer(api.New(l.Log, api.Config{Logger: quiet}).Handler())
 	defer srv.Close()
-	reg, err := backend.NewLogRegistry(srv.URL, nil)
+	reg, err := backend.NewLogRegistry(srv.URL, key.policy, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := backend.NewLogRegistry(srv.URL, nil, nil); err == nil {
+		t.Errorf("a log registry without a tlog-policy was made")
 	}
 	ctx := context.Background()
 	r1, _, _ := s.Projection("urn:p:log", time.Now().UTC(), 1, 20)
 	r2, _, _ := s.Projection("urn:p:log", time.Now().UTC().Add(time.Millisecond), 2, 20)
 
 	got, err := reg.Register(ctx, r1.ProjectionID, r1.Canonical(), time.Now())
-	if err != nil || got.LogIndex == nil || got.Existing {
+	if err != nil || got.LogIndex == nil || got.Existing || got.Proof == "" {
 		t.Fatalf("first registration: %+v, %v", got, err)
 	}
 	// The same record again: bound to it, not a replay.
 	again, err := reg.Register(ctx, r1.ProjectionID, r1.Canonical(), time.Now())
-	if err != nil || !again.Existing || *again.LogIndex != *got.LogIndex {
+	if err != nil || !again.Existing || *again.LogIndex != *got.LogIndex || again.Proof == "" {
 		t.Fatalf("same record again: %+v, %v", again, err)
 	}
 	// Another record with the id: a replay naming the index.
 	_, err = reg.Register(ctx, r2.ProjectionID, r2.Canonical(), time.Now())
 	var re *verifier.ReplayError
-	if !errors.As(err, &re) || re.First.LogIndex == nil || *re.First.LogIndex != *got.LogIndex {
+	if !errors.As(err, &re) || re.First.LogIndex == nil || *re.First.LogIndex != *got.LogIndex || re.First.Proof == "" ||
+		re.First.RecordDigest != receipts.Digest(r1.Canonical()) {
 		t.Fatalf("other record: %v", err)
+	}
+	// The same log under another log's policy proves nothing.
+	foreign, _ := backend.NewLogRegistry(srv.URL, newLogKey(t).policy, nil)
+	_, err = foreign.Register(ctx, r1.ProjectionID, r1.Canonical(), time.Now())
+	var ue *verifier.UnprovenError
+	if !errors.As(err, &ue) || ue.Code != verifier.CodeCheckpointInvalid {
+		t.Fatalf("under another log's policy: %v", err)
 	}
 	// A record the log refuses (from an unpinned adapter) is an error.
 	other := gen.Deterministic(14)
@@ -215,5 +230,100 @@ func TestLogRegistry(t *testing.T) {
 	r3, _, _ := other.Projection("urn:p:other", time.Now().UTC(), 1, 20)
 	if _, err := reg.Register(ctx, r3.ProjectionID, r3.Canonical(), time.Now()); err == nil || errors.As(err, &re) {
 		t.Errorf("refused record: %v", err)
+	}
+}
+
+// TestLogRegistryLyingLog: a log's answer without a valid inclusion proof
+// registers nothing, whatever it claims.
+func TestLogRegistryLyingLog(t *testing.T) {
+	dir := t.TempDir()
+	key := newLogKey(t)
+	s := gen.Deterministic(15)
+	l := openRealLog(t, dir, key, s, s.Trust(time.Now().Add(-time.Hour)))
+	defer l.close()
+	ctx := context.Background()
+	r1, _, _ := s.Projection("urn:p:lie", time.Now().UTC(), 1, 20)
+	r2, _, _ := s.Projection("urn:p:lie", time.Now().UTC().Add(time.Millisecond), 1, 20)
+	r3, _, _ := s.Projection("urn:p:elsewhere", time.Now().UTC(), 1, 20)
+	// Genuine proofs from the real log: of a record of another id, and of
+	// another record with this id.
+	idx := l.submit(&receipts.Submission{Receipt: r3})
+	idx2 := l.submit(&receipts.Submission{Receipt: r2})
+	if _, err := l.WaitPublished(ctx, idx2); err != nil {
+		t.Fatal(err)
+	}
+	realProof, err := l.LatestInclusionProof(ctx, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realProof2, err := l.LatestInclusionProof(ctx, idx2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := func(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+	jsonString := func(b []byte) string { j, _ := json.Marshal(string(b)); return string(j) }
+	leaf := b64(verifier.LeafHash(r1.Canonical()))
+	for name, c := range map[string]struct {
+		lookup, submit, proof string // answers; "" is 404
+		code                  receipts.Code
+		replay                bool
+	}{
+		"lookup claims this record, no proof": {lookup: `{"index":0,"leaf_hash":"` + leaf + `"}`, code: verifier.CodeSingleUseUnproven},
+		"lookup claims this record, proof of another": {
+			lookup: `{"index":` + fmt.Sprint(idx) + `,"leaf_hash":"` + leaf + `","receipt":` + string(r1.Canonical()) + `,"proof":` + jsonString(realProof) + `}`,
+			code:   verifier.CodeInclusionInvalid},
+		"lookup claims another record, no proof": {
+			lookup: `{"index":3,"receipt":` + string(r2.Canonical()) + `}`, code: verifier.CodeSingleUseUnproven},
+		"lookup claims a record of another id": {
+			lookup: `{"index":` + fmt.Sprint(idx) + `,"receipt":` + string(r3.Canonical()) + `,"proof":` + jsonString(realProof) + `}`,
+			code:   verifier.CodeSingleUseUnproven},
+		"lookup claims another record, proof at another index": {
+			lookup: `{"index":` + fmt.Sprint(idx) + `,"receipt":` + string(r2.Canonical()) + `,"proof":` + jsonString(realProof2) + `}`,
+			code:   verifier.CodeInclusionInvalid},
+		"lookup proves another record with this id": {
+			lookup: `{"index":` + fmt.Sprint(idx2) + `,"receipt":` + string(r2.Canonical()) + `,"proof":` + jsonString(realProof2) + `}`,
+			replay: true},
+		"submission accepted, no proof":         {submit: `{"index":0,"leaf_hash":"` + leaf + `"}`, code: verifier.CodeSingleUseUnproven},
+		"submission accepted, garbage proof":    {submit: `{"index":0,"leaf_hash":"` + leaf + `","proof":"nonsense"}`, code: verifier.CodeProofMalformed},
+		"submission accepted, proof of another": {submit: `{"index":` + fmt.Sprint(idx) + `,"proof":` + jsonString(realProof) + `}`, code: verifier.CodeInclusionInvalid},
+		"submission accepted, /v1/proof of another": {submit: `{"index":` + fmt.Sprint(idx) + `,"proof_pending":"slow"}`, proof: string(realProof),
+			code: verifier.CodeInclusionInvalid},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				answer, status := "", http.StatusOK
+				switch {
+				case r.Method == http.MethodGet && r.URL.Path == "/v1/projections":
+					answer = c.lookup
+				case r.Method == http.MethodPost && r.URL.Path == "/v1/projections":
+					answer, status = c.submit, http.StatusCreated
+				case strings.HasPrefix(r.URL.Path, "/v1/proof/"):
+					answer = c.proof
+				}
+				if answer == "" {
+					http.Error(w, `{"code":"not_found","detail":"no"}`, http.StatusNotFound)
+					return
+				}
+				w.WriteHeader(status)
+				io.WriteString(w, answer)
+			}))
+			defer srv.Close()
+			reg, err := backend.NewLogRegistry(srv.URL, key.policy, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := reg.Register(ctx, r1.ProjectionID, r1.Canonical(), time.Now())
+			if c.replay {
+				var re *verifier.ReplayError
+				if !errors.As(err, &re) || *re.First.LogIndex != idx2 || re.First.RecordDigest != receipts.Digest(r2.Canonical()) {
+					t.Fatalf("registered %+v, error %v; want a replay at %d", got, err, idx2)
+				}
+				return
+			}
+			var ue *verifier.UnprovenError
+			if !errors.As(err, &ue) || ue.Code != c.code {
+				t.Fatalf("registered %+v, error %v; want %s", got, err, c.code)
+			}
+		})
 	}
 }

@@ -51,6 +51,11 @@ const (
 	// included it is still not superseded, longer than the grace period
 	// after purged_at.
 	CodeObligationOverdue receipts.Code = "obligation_overdue"
+	// CodeSingleUseUnproven: a log answered a single-use registration
+	// (the id is logged as this record, or as another) without an
+	// inclusion proof of that record's leaf, at the index it named, in a
+	// checkpoint of the tlog-policy.
+	CodeSingleUseUnproven receipts.Code = "single_use_unproven"
 )
 
 // An Outcome is what became of one check.

@@ -20,7 +20,7 @@ const verifyUsage = `Usage: memtrail verify <what> [flags] [arguments]
 
 	memtrail verify receipt FILE [--adapters PINS.json] [--trust FILE] [--key HEX]... [--at TIME]
 	memtrail verify projection RECORD.json --adapters PINS.json [--material MATERIAL.json]
-	        [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL]
+	        [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL --log-policy TLOG_POLICY]
 	memtrail verify compaction ECCR.json (--trust FILE | --key HEX...) [--manifest M.json]
 	        [--at TIME] [--item DIGEST --source-proof FILE]...
 	memtrail verify proof PROOF.tlog-proof --receipt R.json --policy TLOG_POLICY
@@ -44,8 +44,10 @@ Record draft (§7): member sets, the pinned adapter key and its signature,
 freshness and profiles under the verification policy, the digests of the
 request, policy and trust snapshot, the source objects, the native source
 results, every fragment and the projection bytes given in the material, and
-single use of projection_id in a registry file (--registry) or a log (--log).
-Whatever material is missing is reported as skipped.
+single use of projection_id in a registry file (--registry) or a log (--log):
+the log's answer counts only with an inclusion proof of the record at the
+index it names, in a checkpoint that satisfies --log-policy (a C2SP
+tlog-policy). Whatever material is missing is reported as skipped.
 
 "compaction" checks an ECCR: the draft's parser invariants and signature
 (under a trust file's compactor keys, or raw public keys with --key), and with
@@ -259,7 +261,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt)
 }
 
-const projectionSynopsis = "memtrail verify projection RECORD.json --adapters PINS.json [--material MATERIAL.json] [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL]"
+const projectionSynopsis = "memtrail verify projection RECORD.json --adapters PINS.json [--material MATERIAL.json] [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL --log-policy TLOG_POLICY]"
 
 func verifyProjection(args []string) error {
 	fs := newVerifyFlags("projection")
@@ -269,7 +271,8 @@ func verifyProjection(args []string) error {
 	var atFlag timeFlag
 	fs.Var(&atFlag, "at", "verification time, RFC 3339 (default: the policy's verification_time, or now)")
 	registryFlag := fs.String("registry", "", "registry file: register projection_id for single use")
-	logFlag := fs.String("log", "", "memtrail log URL: bind projection_id to this record in the log")
+	logFlag := fs.String("log", "", "memtrail log URL: bind projection_id to this record in the log (needs --log-policy)")
+	logPolicyFlag := fs.String("log-policy", "", "C2SP tlog-policy of the --log (its key and witness quorum): the log's answers count only with inclusion proofs under it")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -279,6 +282,10 @@ func verifyProjection(args []string) error {
 		return usageError(projectionSynopsis)
 	case *registryFlag != "" && *logFlag != "":
 		return usageError(projectionSynopsis, "give --registry or --log, not both: each is a registry of single use")
+	case *logFlag != "" && *logPolicyFlag == "":
+		return usageError(projectionSynopsis, "--log needs --log-policy TLOG_POLICY, the log's C2SP tlog-policy (as \"verify proof --policy\" takes): single use against a log is accepted only with an inclusion proof of the record in a checkpoint that satisfies it")
+	case *logPolicyFlag != "" && *logFlag == "":
+		return usageError(projectionSynopsis, "--log-policy is the tlog-policy of the --log; give it with --log URL")
 	}
 	record, err := readInput("record", pos[0])
 	if err != nil {
@@ -314,7 +321,11 @@ func verifyProjection(args []string) error {
 	case *registryFlag != "":
 		opts.Registry = backend.NewFileRegistry(*registryFlag)
 	case *logFlag != "":
-		if opts.Registry, err = backend.NewLogRegistry(*logFlag, nil); err != nil {
+		tp, err := readTlogPolicy(*logPolicyFlag)
+		if err != nil {
+			return inputError(err)
+		}
+		if opts.Registry, err = backend.NewLogRegistry(*logFlag, tp, nil); err != nil {
 			return usageError(projectionSynopsis, err.Error())
 		}
 	}

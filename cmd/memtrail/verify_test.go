@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -502,5 +503,73 @@ func TestVerifyReceiptCommand(t *testing.T) {
 		if code, out, errOut := runVerifyCmd(t, args...); code != 2 {
 			t.Errorf("%s: exit %d, want 2\n%s\n%s", name, code, out, errOut)
 		}
+	}
+}
+
+// vtPins writes the adapters of the log's trust file as an --adapters file.
+func (tl *vtLog) pins(t *testing.T) string {
+	t.Helper()
+	var tr struct {
+		Adapters json.RawMessage `json:"adapters"`
+	}
+	if err := json.Unmarshal(vtRead(t, tl.trust), &tr); err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, tl.dir, "pins.json", tr.Adapters)
+}
+
+// TestVerifyProjectionLogProof: single use against a log is accepted only
+// with an inclusion proof under the log's tlog-policy; a log that merely
+// says so registers nothing.
+func TestVerifyProjectionLogProof(t *testing.T) {
+	tl := newVTLog(t)
+	pins := tl.pins(t)
+	sub := tl.projection(t, "urn:p:once")
+	record := writeFile(t, tl.dir, "once.json", sub.Receipt.Canonical())
+
+	// A fake log that answers the lookup with this record's leaf hash.
+	leaf := base64.StdEncoding.EncodeToString(verifier.LeafHash(sub.Receipt.Canonical()))
+	liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/projections" {
+			fmt.Fprintf(w, `{"index":0,"leaf_hash":%q}`, leaf)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer liar.Close()
+	code, out, errOut := runVerifyCmd(t, "projection", record, "--adapters", pins, "--log", liar.URL, "--log-policy", tl.policy)
+	if code != 1 || vtResult(t, out) != "single_use_unproven" || strings.Contains(out, `"existing"`) {
+		t.Fatalf("lying log: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// --log without its tlog-policy is a usage error that says why.
+	code, _, errOut = runVerifyCmd(t, "projection", record, "--adapters", pins, "--log", liar.URL)
+	if code != 2 || !strings.Contains(errOut, "--log-policy") || !strings.Contains(errOut, "inclusion proof") {
+		t.Fatalf("no --log-policy: exit %d\n%s", code, errOut)
+	}
+
+	// The real log: submitted and proven, then found and proven.
+	srv := httptest.NewServer(api.New(tl.l, api.Config{Logger: vtQuietLogger()}).Handler())
+	defer srv.Close()
+	code, out, errOut = runVerifyCmd(t, "projection", record, "--adapters", pins, "--log", srv.URL, "--log-policy", tl.policy)
+	if code != 0 || vtResult(t, out) != "VALID" || !strings.Contains(out, `"proof": "c2sp.org/tlog-proof@v1`) {
+		t.Fatalf("real log: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runVerifyCmd(t, "projection", record, "--adapters", pins, "--log", srv.URL, "--log-policy", tl.policy)
+	if code != 0 || !strings.Contains(out, `"existing": true`) {
+		t.Fatalf("real log, again: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// Another record with the id: a replay, proven.
+	other := tl.projection(t, "urn:p:once")
+	of := writeFile(t, tl.dir, "other.json", other.Receipt.Canonical())
+	code, out, errOut = runVerifyCmd(t, "projection", of, "--adapters", pins, "--log", srv.URL, "--log-policy", tl.policy)
+	if code != 1 || vtResult(t, out) != "projection_replay" {
+		t.Fatalf("other record: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The real log under another log's policy proves nothing.
+	_, vkey, _ := mlog.GenerateLogKey("memtrail.test/verify")
+	foreign := writeFile(t, tl.dir, "foreign.policy", []byte("log "+vkey+"\nquorum none\n"))
+	code, out, errOut = runVerifyCmd(t, "projection", record, "--adapters", pins, "--log", srv.URL, "--log-policy", foreign)
+	if code != 1 || vtResult(t, out) != "checkpoint_invalid" {
+		t.Fatalf("another log's policy: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

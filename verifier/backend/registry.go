@@ -3,7 +3,6 @@ package backend
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,17 +80,27 @@ const lockRetry = 5 * time.Millisecond
 
 // LogRegistry uses a memtrail log as the registry of projection ids. The
 // log logs each projection_id at most once, atomically, so the log binds
-// an id to exactly one record. Registering an id there means:
+// an id to exactly one record. Nothing the log says is believed without
+// proof: every answer must come with a C2SP tlog-proof that opens under
+// the verifier's tlog-policy. Registering an id there means:
 //
-//   - if the log already holds the id (GET /v1/projections?id=), its entry
-//     must be this very record (same leaf hash): the id is then bound to
-//     this record and the registration names its index; if it is another
-//     record, the id was used by that one, and the result is
-//     projection_replay naming the index;
+//   - if the log already holds the id (GET /v1/projections?id=), the
+//     answer carries the logged record and its tlog-proof. When the
+//     logged record is this very record (same leaf hash) and the proof
+//     proves its leaf at the index named, the id is bound to this record
+//     and the registration names the index. When it is another record
+//     with the same projection_id, proven at the index named, the result
+//     is projection_replay naming that index;
 //   - if the log does not hold it, the record is submitted (POST
-//     /v1/projections): the log's atomic single use decides, and a
-//     concurrent registration of the same id by another record loses with
-//     projection_replay.
+//     /v1/projections?wait=proof): the log's atomic single use decides,
+//     and the answer's tlog-proof must prove this record's leaf at the
+//     index named. A concurrent registration of the same id by another
+//     record loses with projection_replay (proven as above).
+//
+// A proof the answer lacks is fetched from GET /v1/proof/{index}, waiting
+// up to ProofWait while the log has not yet published a checkpoint that
+// covers the entry. An answer that cannot be proven is an
+// *[verifier.UnprovenError], never a registration.
 //
 // Against a log, presenting the same record again is not a replay: what
 // the log guarantees is that no other record can ever use the id. A
@@ -99,35 +109,51 @@ const lockRetry = 5 * time.Millisecond
 type LogRegistry struct {
 	base   *url.URL
 	client *http.Client
+	policy *verifier.Policy
+	// ProofWait bounds how long Register waits for the log to publish a
+	// checkpoint covering an entry it has no proof for yet.
+	ProofWait time.Duration
 }
 
 var _ verifier.Registry = (*LogRegistry)(nil)
 
-// NewLogRegistry returns the registry kept by the log at rawURL. A nil
-// client means one with a one-minute timeout.
-func NewLogRegistry(rawURL string, c *http.Client) (*LogRegistry, error) {
+// DefaultProofWait is LogRegistry.ProofWait unless set otherwise.
+const DefaultProofWait = 30 * time.Second
+
+// NewLogRegistry returns the registry kept by the log at rawURL, whose
+// answers must be proven by inclusion proofs in checkpoints that open
+// under policy (the log's key and its witness quorum). A nil client means
+// one with a two-minute timeout (a submission waits for its proof).
+func NewLogRegistry(rawURL string, policy *verifier.Policy, c *http.Client) (*LogRegistry, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("log URL %q is not an http(s) URL", rawURL)
+	}
+	if policy == nil {
+		return nil, errors.New("a log registry needs the log's tlog-policy: its answers are accepted only with inclusion proofs")
 	}
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
 	}
 	if c == nil {
-		c = &http.Client{Timeout: time.Minute}
+		c = &http.Client{Timeout: 2 * time.Minute}
 	}
-	return &LogRegistry{base: u, client: c}, nil
+	return &LogRegistry{base: u, client: c, policy: policy, ProofWait: DefaultProofWait}, nil
 }
 
-type logEntry struct {
-	Index    *uint64 `json:"index"`
-	LeafHash string  `json:"leaf_hash"`
+// logAnswer is the part of the log's lookup and submission answers the
+// registry reads.
+type logAnswer struct {
+	Index        *uint64         `json:"index"`
+	Receipt      json.RawMessage `json:"receipt"`
+	Proof        string          `json:"proof"`
+	ProofPending string          `json:"proof_pending"`
 }
 
 // Register looks id up in the log and, when the log does not have it,
-// submits the record.
+// submits the record; either answer must be proven.
 func (r *LogRegistry) Register(ctx context.Context, id string, record []byte, at time.Time) (*verifier.Registration, error) {
-	leafHash := base64.StdEncoding.EncodeToString(verifier.LeafHash(record))
+	ours := verifier.LeafHash(record)
 	name := strings.TrimSuffix(r.base.String(), "/")
 	for attempt := 0; attempt < 3; attempt++ {
 		status, body, err := r.do(ctx, http.MethodGet, "v1/projections?id="+url.QueryEscape(id), nil)
@@ -136,13 +162,20 @@ func (r *LogRegistry) Register(ctx context.Context, id string, record []byte, at
 		}
 		switch status {
 		case http.StatusOK:
-			var e logEntry
+			var e logAnswer
 			if err := json.Unmarshal(body, &e); err != nil || e.Index == nil {
 				return nil, fmt.Errorf("the log's answer for %s is not an entry", id)
 			}
-			reg := verifier.Registration{Registry: name, ProjectionID: id, RecordDigest: receipts.Digest(record), LogIndex: e.Index}
-			if e.LeafHash != leafHash {
-				reg.RecordDigest = ""
+			proof, err := r.proof(ctx, id, *e.Index, e.Proof)
+			if err != nil {
+				return nil, err
+			}
+			leaf, err := verifier.ProveLoggedProjection(r.policy, id, *e.Index, e.Receipt, proof)
+			if err != nil {
+				return nil, err
+			}
+			reg := verifier.Registration{Registry: name, ProjectionID: id, RecordDigest: receipts.Digest(leaf), LogIndex: e.Index, Proof: string(proof)}
+			if !bytes.Equal(verifier.LeafHash(leaf), ours) {
 				return nil, &verifier.ReplayError{ProjectionID: id, First: reg}
 			}
 			reg.Existing = true
@@ -151,21 +184,25 @@ func (r *LogRegistry) Register(ctx context.Context, id string, record []byte, at
 		default:
 			return nil, fmt.Errorf("GET /v1/projections for %s: %d: %s", id, status, refusalText(body))
 		}
-		status, body, err = r.do(ctx, http.MethodPost, "v1/projections", record)
+		status, body, err = r.do(ctx, http.MethodPost, "v1/projections?wait=proof", record)
 		if err != nil {
 			return nil, err
 		}
 		switch status {
 		case http.StatusCreated:
-			var e logEntry
+			var e logAnswer
 			if err := json.Unmarshal(body, &e); err != nil || e.Index == nil {
 				return nil, fmt.Errorf("the log's answer to the submission of %s is not an acceptance", id)
 			}
-			if e.LeafHash != leafHash {
-				return nil, fmt.Errorf("the log logged %s with leaf hash %s, not this record's %s", id, e.LeafHash, leafHash)
+			proof, err := r.proof(ctx, id, *e.Index, e.Proof)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := verifier.ProveLoggedProjection(r.policy, id, *e.Index, record, proof); err != nil {
+				return nil, err
 			}
 			return &verifier.Registration{Registry: name, ProjectionID: id, RecordDigest: receipts.Digest(record), LogIndex: e.Index,
-				RegisteredAt: receipts.FormatTimestamp(at)}, nil
+				RegisteredAt: receipts.FormatTimestamp(at), Proof: string(proof)}, nil
 		case http.StatusConflict:
 			continue // logged meanwhile: look again at what was logged
 		default:
@@ -173,6 +210,37 @@ func (r *LogRegistry) Register(ctx context.Context, id string, record []byte, at
 		}
 	}
 	return nil, fmt.Errorf("the log kept changing its answer for %s", id)
+}
+
+// proof returns the tlog-proof of the entry at index: the one the answer
+// carried, or one fetched from GET /v1/proof/{index}, waiting up to
+// ProofWait while the log answers that no published checkpoint covers the
+// entry yet. A log that gives no proof is an *UnprovenError.
+func (r *LogRegistry) proof(ctx context.Context, id string, index uint64, given string) ([]byte, error) {
+	if given != "" {
+		return []byte(given), nil
+	}
+	deadline := time.Now().Add(r.ProofWait)
+	path := "v1/proof/" + strconv.FormatUint(index, 10)
+	for {
+		status, body, err := r.do(ctx, http.MethodGet, path, nil)
+		if err != nil {
+			return nil, err
+		}
+		if status == http.StatusOK {
+			return body, nil
+		}
+		if status != http.StatusNotFound || refusalCode(body) != "not_published" || !time.Now().Before(deadline) {
+			return nil, &verifier.UnprovenError{ProjectionID: id, Code: verifier.CodeSingleUseUnproven,
+				Reason: fmt.Sprintf("the log gave no inclusion proof of its entry at index %d (GET /%s: %d: %s); run the verification again once a checkpoint of the log covers it",
+					index, path, status, refusalText(body))}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func (r *LogRegistry) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
@@ -201,4 +269,13 @@ func (r *LogRegistry) do(ctx context.Context, method, path string, body []byte) 
 		return 0, nil, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	return resp.StatusCode, b, nil
+}
+
+// refusalCode returns the code of a JSON refusal, or "".
+func refusalCode(body []byte) string {
+	var r refusal
+	if json.Unmarshal(body, &r) == nil {
+		return r.Code
+	}
+	return ""
 }
