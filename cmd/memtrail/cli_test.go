@@ -105,3 +105,56 @@ func TestCLISignEmptyProjection(t *testing.T) {
 		t.Errorf("empty projection: %+v %+v", r.Delivered, r.Projection)
 	}
 }
+
+// TestCLISignCompactionLattice: "sign compaction" orders the labels by the
+// log's lattice (--trust, --lattice), so the log accepts its ceiling, and
+// refuses a label that is not in the lattice instead of ranking it top.
+func TestCLISignCompactionLattice(t *testing.T) {
+	lattice, err := receipts.NewLattice([]string{"PUBLIC", "INTERNAL", "SECRET", "TOP_SECRET"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := newCLILog(t, 100*time.Millisecond, 5*time.Second, func(tr *receipts.Trust) { tr.Lattice = lattice })
+	manifest := func(name string, labels ...string) string {
+		var b strings.Builder
+		b.WriteString("# digest label\n")
+		for i, l := range labels {
+			b.WriteString(receipts.Digest([]byte(name+l+string(rune('a'+i)))) + " " + l + "\n")
+		}
+		return writeFile(t, cl.dir, name, []byte(b.String()))
+	}
+	for _, how := range [][]string{{"--trust", cl.trust}, {"--lattice", "PUBLIC,INTERNAL,SECRET,TOP_SECRET"}} {
+		m := manifest("m"+how[0], "PUBLIC", "SECRET", "INTERNAL")
+		code, out, errOut := runCLI(t, cl.dir, append([]string{"sign", "compaction", "--key", cl.compactor, "--manifest", m}, how...)...)
+		if code != 0 {
+			t.Fatalf("sign compaction %s: exit %d\n%s", how[0], code, errOut)
+		}
+		if !strings.Contains(out, `"inherited_sensitivity_ceiling":"SECRET"`) {
+			t.Errorf("sign compaction %s: ceiling is not SECRET:\n%s", how[0], out)
+		}
+		f := writeFile(t, cl.dir, "c"+how[0]+".json", []byte(out))
+		if code, out, errOut := runCLI(t, cl.dir, "submit", "--log", cl.url, f); code != 0 || !strings.Contains(out, "logged compaction") {
+			t.Errorf("submit of a compaction signed with %s: exit %d\n%s%s", how[0], code, out, errOut)
+		}
+	}
+	// A mistyped label is refused, naming the line and the lattice.
+	m := manifest("typo", "PUBLIC", "CONFIDENTAIL")
+	for _, how := range [][]string{{}, {"--trust", cl.trust}} {
+		code, out, errOut := runCLI(t, cl.dir, append([]string{"sign", "compaction", "--key", cl.compactor, "--manifest", m}, how...)...)
+		want := "PUBLIC,INTERNAL,CONFIDENTIAL,CONFIDENTIAL_RESTRICTED,HIGHLY_CONFIDENTIAL"
+		if len(how) > 0 {
+			want = "PUBLIC,INTERNAL,SECRET,TOP_SECRET"
+		}
+		if code != 1 || out != "" || !strings.Contains(errOut, m+`:3: sensitivity label "CONFIDENTAIL" is not in the lattice `+want) {
+			t.Errorf("sign compaction %v with a mistyped label: exit %d\n%s%s", how, code, out, errOut)
+		}
+	}
+	// The JSON form of a manifest names the item.
+	js := writeFile(t, cl.dir, "typo.json", []byte(`{"manifest_version": "1.0", "items": [{"item_digest": "`+receipts.Digest([]byte("x"))+`", "sensitivity": "CONFIDENTAIL"}]}`))
+	if code, _, errOut := runCLI(t, cl.dir, "sign", "compaction", "--key", cl.compactor, "--manifest", js); code != 1 || !strings.Contains(errOut, js+`: items[0]: sensitivity label "CONFIDENTAIL" is not in the lattice`) {
+		t.Errorf("sign compaction, JSON manifest with a mistyped label: exit %d\n%s", code, errOut)
+	}
+	if code, _, _ := runCLI(t, cl.dir, "sign", "compaction", "--key", cl.compactor, "--manifest", js, "--trust", cl.trust, "--lattice", "A,B"); code != 2 {
+		t.Errorf("sign compaction with --trust and --lattice: exit %d, want 2", code)
+	}
+}

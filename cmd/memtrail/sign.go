@@ -24,7 +24,7 @@ Make a signed receipt, for producers and for trying the log out.
 		[--request FILE] [--selection-policy FILE] [--trust-snapshot FILE]
 		[--material-out FILE] [FRAGMENT...]
 	memtrail sign compaction --key KEY.pem --manifest FILE [--id URI] [--output FILE]
-		[--supersedes ID --purged DIGEST...]
+		[--trust FILE | --lattice L1,L2,...] [--supersedes ID --purged DIGEST...]
 	memtrail sign tombstone --key KEY.pem --item DIGEST [--id URI] [--reason REASON]
 		[--purged-at UNIX]
 
@@ -41,7 +41,12 @@ The defaults are the development adapter of "memtrail serve"
 A compaction is written as a log submission, {"eccr": ..., "manifest": ...};
 the manifest file is {"manifest_version": "1.0", "items": [...]} or a list of
 "DIGEST LABEL [EXPIRES_AT]" lines. The ceiling is the least upper bound of the
-labels in the default lattice and the retention epoch the earliest expiry.
+labels and the retention epoch the earliest expiry. The labels are ordered
+by the log's lattice: pass the log's trust file with --trust (its
+sensitivity_lattice, as the log reads it) or the labels, lowest first, with
+--lattice; without either, the default lattice
+PUBLIC,INTERNAL,CONFIDENTIAL,CONFIDENTIAL_RESTRICTED,HIGHLY_CONFIDENTIAL. A
+label that is not in the lattice is refused (the log would rank it top).
 A superseding compaction names the compaction it replaces and the purged
 items its Bloom filter must hold.
 
@@ -209,13 +214,29 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 var _ flag.Value = (*stringList)(nil)
 
-func readManifest(path string) (*receipts.Manifest, error) {
+// readManifest reads a manifest file and checks that each item's label is
+// in lattice: the log ranks an unknown label top, so a mistyped label would
+// silently raise the ceiling.
+func readManifest(path string, lattice *receipts.Lattice) (*receipts.Manifest, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	unknown := func(where, label string) error {
+		return withHint(fmt.Errorf("%s: sensitivity label %q is not in the lattice %s", where, label, strings.Join(lattice.Labels(), ",")),
+			"the log orders labels by its trust file's sensitivity_lattice: pass that file with --trust, or the labels with --lattice")
+	}
 	if t := strings.TrimSpace(string(b)); strings.HasPrefix(t, "{") {
-		return receipts.ParseManifest(b)
+		mf, err := receipts.ParseManifest(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		for i, it := range mf.Items {
+			if !lattice.Known(it.Sensitivity) {
+				return nil, unknown(fmt.Sprintf("%s: items[%d]", path, i), it.Sensitivity)
+			}
+		}
+		return mf, nil
 	}
 	var items []receipts.ManifestItem
 	for n, line := range strings.Split(string(b), "\n") {
@@ -227,6 +248,9 @@ func readManifest(path string) (*receipts.Manifest, error) {
 			return nil, fmt.Errorf("%s:%d: want \"DIGEST LABEL [EXPIRES_AT]\"", path, n+1)
 		}
 		it := receipts.ManifestItem{ItemDigest: f[0], Sensitivity: f[1]}
+		if !lattice.Known(it.Sensitivity) {
+			return nil, unknown(fmt.Sprintf("%s:%d", path, n+1), it.Sensitivity)
+		}
 		if len(f) == 3 {
 			if it.ExpiresAt, err = strconv.ParseInt(f[2], 10, 64); err != nil || it.ExpiresAt < 1 {
 				return nil, fmt.Errorf("%s:%d: EXPIRES_AT must be Unix seconds", path, n+1)
@@ -237,6 +261,30 @@ func readManifest(path string) (*receipts.Manifest, error) {
 	return receipts.NewManifest(items)
 }
 
+// signLattice returns the lattice of --trust FILE or --lattice L1,L2,...,
+// or the default lattice.
+func signLattice(trustPath, labels string) (*receipts.Lattice, error) {
+	switch {
+	case trustPath != "":
+		b, err := os.ReadFile(trustPath)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't read the trust file: %w", err)
+		}
+		t, err := receipts.ParseTrust(b)
+		if err != nil {
+			return nil, withHint(fmt.Errorf("%s: %w", trustPath, err), "docs/profile.md describes the trust file")
+		}
+		return t.Lattice, nil
+	case labels != "":
+		l, err := receipts.NewLattice(strings.Split(labels, ","))
+		if err != nil {
+			return nil, withHint(fmt.Errorf("--lattice: %w", err), "give the labels lowest first, separated by commas, e.g. PUBLIC,INTERNAL,SECRET")
+		}
+		return l, nil
+	}
+	return receipts.DefaultLattice, nil
+}
+
 func signCompaction(args []string) error {
 	fs := newFlagSet("sign compaction", signUsage)
 	keyFlag := fs.String("key", "", "compactor private key (PEM PKCS#8)")
@@ -244,14 +292,23 @@ func signCompaction(args []string) error {
 	idFlag := fs.String("id", "", "compaction_event_id (default a fresh urn:uuid)")
 	outputFlag := fs.String("output", "", "file holding the compacted output (its digest is compacted_output_hash)")
 	supersedesFlag := fs.String("supersedes", "", "compaction_event_id this compaction replaces")
+	trustFlag := fs.String("trust", "", "the log's trust file: take its sensitivity_lattice")
+	latticeFlag := fs.String("lattice", "", "the sensitivity labels, lowest first, separated by commas")
 	var purged stringList
 	fs.Var(&purged, "purged", "digest of an item purged since the superseded compaction (repeatable)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *manifestFlag == "" || fs.NArg() != 0 {
-		fmt.Fprint(os.Stderr, "Usage: memtrail sign compaction --key KEY.pem --manifest FILE [--id URI] [--output FILE] [--supersedes ID --purged DIGEST...]\n")
+	if *manifestFlag == "" || fs.NArg() != 0 || (*trustFlag != "" && *latticeFlag != "") {
+		fmt.Fprint(os.Stderr, "Usage: memtrail sign compaction --key KEY.pem --manifest FILE [--id URI] [--output FILE] [--trust FILE | --lattice L1,L2,...] [--supersedes ID --purged DIGEST...]\n")
+		if *trustFlag != "" && *latticeFlag != "" {
+			fmt.Fprint(os.Stderr, "memtrail: hint: give --trust or --lattice, not both\n")
+		}
 		return errUsage
+	}
+	lattice, err := signLattice(*trustFlag, *latticeFlag)
+	if err != nil {
+		return err
 	}
 	if len(purged) > 0 && *supersedesFlag == "" {
 		return withHint(errors.New("--purged needs --supersedes"), "name the compaction this one replaces")
@@ -260,7 +317,7 @@ func signCompaction(args []string) error {
 	if err != nil {
 		return err
 	}
-	mf, err := readManifest(*manifestFlag)
+	mf, err := readManifest(*manifestFlag, lattice)
 	if err != nil {
 		return err
 	}
@@ -269,7 +326,7 @@ func signCompaction(args []string) error {
 		id = newUUID()
 	}
 	s := &gen.Signers{Compactor: priv}
-	c, mf, err := s.Compaction(id, mf.Items, *supersedesFlag, purged, nil)
+	c, mf, err := s.Compaction(id, mf.Items, *supersedesFlag, purged, lattice)
 	if err != nil {
 		return err
 	}
