@@ -183,7 +183,10 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 		}
 		if err != nil {
 			first := b * layout.EntryBundleWidth
-			rep.add(Problem{Kind: "entry_bundle_unreadable", Index: &first, Detail: fmt.Sprintf("entry bundle %d: %v", b, err)})
+			rep.add(Problem{Kind: "entry_bundle_unreadable", Index: &first, Detail: fmt.Sprintf(
+				"entry bundle %d (entries %d to %d, file %s): %v; the entries are the log's content and cannot be re-derived from anything else in the directory: "+
+					"restore that file from a backup, or from a mirror of the log (tiles are public, and a mirror serves them byte for byte), then run fsck again",
+				b, first, first+want-1, filepath.Join(tilesDir, filepath.FromSlash(layout.EntriesPath(b, layout.PartialTileSize(0, b, size)))), err)})
 			entriesOK = false
 			break
 		}

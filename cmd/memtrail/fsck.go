@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
@@ -72,8 +73,14 @@ func runFsck(args []string) error {
 		},
 	})
 	prog.done()
-	if err != nil {
+	if errors.Is(err, mlog.ErrDirInUse) {
 		return withHint(err, "stop \"memtrail serve\" on this directory before running fsck")
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return withHint(err, "--data names the data directory of a log (the directory \"memtrail serve --data\" was given; memtrail-data by default)")
+	}
+	if err != nil {
+		return err
 	}
 	if *jsonFlag {
 		b, _ := json.MarshalIndent(rep, "", "  ")

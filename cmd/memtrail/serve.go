@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
+	"github.com/memtrail/memtrail/verifier/backend"
 	"github.com/transparency-dev/tessera"
 	"k8s.io/klog/v2"
 )
@@ -45,7 +47,9 @@ verifier key is printed on standard output at start and served at GET
 file"). Without it, the first run writes a development trust file
 (DIR/trust.json) and one adapter, one compactor and one issuer key
 (DIR/dev/*.pem), and says so: enough for "memtrail sign" and "memtrail
-submit" to work straight away. Production passes --trust. SIGHUP reloads the
+submit" to work straight away. DIR/log.policy is kept holding the C2SP
+tlog-policy that proofs of this log verify under (--policy of "memtrail
+verify"): the --witness-policy file, or the log's key and "quorum none". Production passes --trust. SIGHUP reloads the
 trust file without dropping requests; a file that does not parse is logged
 and the old one kept. SIGTERM and SIGINT stop accepting, finish the
 requests in progress and sequence what was accepted.
@@ -86,10 +90,11 @@ func init() {
 
 // Files in the data directory.
 const (
-	logKeyFile   = "log.key"
-	logVKeyFile  = "log.vkey"
-	devTrustFile = "trust.json"
-	devKeysDir   = "dev"
+	logKeyFile    = "log.key"
+	logVKeyFile   = "log.vkey"
+	logPolicyFile = "log.policy"
+	devTrustFile  = "trust.json"
+	devKeysDir    = "dev"
 )
 
 // DefaultOrigin names a log whose operator did not choose an origin.
@@ -134,6 +139,14 @@ func runServe(args []string) error {
 		return err
 	}
 
+	// The address is tried before anything is written, so that a port in
+	// use does not leave a new data directory behind; it is bound for good
+	// once the log is open.
+	if probe, err := net.Listen("tcp", *listenFlag); err != nil {
+		return withHint(fmt.Errorf("couldn't listen: %w", err), "another process uses "+*listenFlag+": stop it, or pass --listen with a free address")
+	} else {
+		probe.Close()
+	}
 	if err := os.MkdirAll(*dataFlag, 0o700); err != nil {
 		return fmt.Errorf("couldn't create the data directory: %w", err)
 	}
@@ -165,14 +178,21 @@ func runServe(args []string) error {
 		WitnessFailOpen:        *failOpenFlag,
 		Logger:                 logger,
 	}
+	policy := []byte("log " + vkey + "\nquorum none\n")
 	if *policyFlag != "" {
 		wg, err := readWitnessPolicy(*policyFlag, vkey)
 		if err != nil {
 			return err
 		}
 		cfg.Witnesses = wg
+		if policy, err = os.ReadFile(*policyFlag); err != nil {
+			return err
+		}
 	} else if *failOpenFlag {
 		return withHint(errors.New("--witness-fail-open needs --witness-policy"), "drop --witness-fail-open, or name the witnesses with --witness-policy")
+	}
+	if err := writePolicy(filepath.Join(*dataFlag, logPolicyFile), policy, logger); err != nil {
+		return err
 	}
 
 	if *debugClockFlag {
@@ -198,8 +218,11 @@ func runServe(args []string) error {
 	if errors.Is(err, mlog.ErrTileDamaged) {
 		return withHint(err, "run \"memtrail fsck --data "+*dataFlag+" --repair\": it rewrites damaged tiles from the entries, and says what it cannot repair")
 	}
+	if errors.Is(err, mlog.ErrDirInUse) {
+		return withHint(err, "another memtrail process (serve, or fsck --repair) is using "+*dataFlag+": stop it first, or give this one its own --data")
+	}
 	if err != nil {
-		return withHint(err, "\"memtrail fsck --data "+*dataFlag+"\" says what is wrong, and with --repair rebuilds the index from the log; only one memtrail serve may use a data directory at a time")
+		return withHint(err, "\"memtrail fsck --data "+*dataFlag+"\" says what is wrong, and with --repair rebuilds the index from the log")
 	}
 	fmt.Println(vkey)
 
@@ -422,6 +445,20 @@ func readTrust(path string) (*receipts.Trust, error) {
 		return nil, withHint(fmt.Errorf("%s: %w", path, err), "docs/profile.md describes the trust file")
 	}
 	return t, nil
+}
+
+// writePolicy keeps path holding the tlog-policy auditors verify this log's
+// proofs with: the --witness-policy file, or for an unwitnessed log its key
+// and "quorum none". It is rewritten only when it changes.
+func writePolicy(path string, policy []byte, logger *slog.Logger) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, policy) {
+		return nil
+	}
+	if err := backend.WriteFileAtomic(path, policy, 0o644); err != nil {
+		return fmt.Errorf("couldn't write the log's tlog-policy: %w", err)
+	}
+	logger.Info("tlog-policy for verifying this log's proofs written", "file", path)
+	return nil
 }
 
 // readWitnessPolicy reads a tlog-policy file for Tessera, checking that it

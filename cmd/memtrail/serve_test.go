@@ -87,6 +87,23 @@ func TestQuickStart(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Errorf("replay exit status: %v", err)
 	}
+	// The proof verifies under the policy the log keeps in its directory.
+	if pol, err := os.ReadFile(filepath.Join(dir, "memtrail-data", "log.policy")); err != nil || string(pol) != "log "+info.VerifierKey+"\nquorum none\n" {
+		t.Errorf("memtrail-data/log.policy = %q, %v", pol, err)
+	}
+	out, err = run("verify", "proof", "proofs/p.json.tlog-proof", "--receipt", "p.json", "--policy", "memtrail-data/log.policy")
+	if err != nil || !strings.Contains(out, "VALID") {
+		t.Errorf("verify proof under memtrail-data/log.policy: %v\n%s", err, out)
+	}
+	// A second serve on the same address fails before writing anything.
+	second := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--data", "other-data")
+	second.Dir = dir
+	if out, err := second.CombinedOutput(); err == nil || !strings.Contains(string(out), "--listen") {
+		t.Errorf("serve on a busy address: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "other-data")); !os.IsNotExist(err) {
+		t.Errorf("serve on a busy address left a data directory: %v", err)
+	}
 }
 
 func waitHealthy(t *testing.T, base string, stderr *bytes.Buffer) {
