@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"time"
 
 	"github.com/memtrail/memtrail/receipts"
@@ -257,6 +258,23 @@ func readTlogPolicy(path string) (*verifier.Policy, error) {
 	return p, nil
 }
 
+// checkWritable checks, before any work, that a file the command will
+// write at path can be written there: it creates a temporary file beside
+// it and removes it. what names the flag for the error.
+func checkWritable(what, path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s %s is a directory, not a file", what, path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".check-*")
+	if err != nil {
+		return fmt.Errorf("%s %s cannot be written: %w", what, path, err)
+	}
+	name := f.Name()
+	f.Close()
+	os.Remove(name)
+	return nil
+}
+
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt)
 }
@@ -286,6 +304,11 @@ func verifyProjection(args []string) error {
 		return usageError(projectionSynopsis, "--log needs --log-policy TLOG_POLICY, the log's C2SP tlog-policy (as \"verify proof --policy\" takes): single use against a log is accepted only with an inclusion proof of the record in a checkpoint that satisfies it")
 	case *logPolicyFlag != "" && *logFlag == "":
 		return usageError(projectionSynopsis, "--log-policy is the tlog-policy of the --log; give it with --log URL")
+	}
+	if *registryFlag != "" {
+		if err := checkWritable("--registry", *registryFlag); err != nil {
+			return inputError(err, "the registry is written beside itself (a temporary file, then a rename): give a path in a directory that exists and that you can write; nothing was verified")
+		}
 	}
 	record, err := readInput("record", pos[0])
 	if err != nil {
@@ -513,6 +536,15 @@ func verifyLog(args []string) error {
 		return usageError(logSynopsis, "give either --log URL or --data DIR")
 	case *graceFlag < 0:
 		return usageError(logSynopsis, "--grace must not be negative")
+	}
+	// The audit may take hours: find out now, not after it, that its
+	// results could not be saved.
+	for _, out := range []struct{ flag, path string }{{"--state", *stateFlag}, {"--json", *jsonFlag}} {
+		if out.path != "" {
+			if err := checkWritable(out.flag, out.path); err != nil {
+				return inputError(err, "give a path in a directory that exists and that you can write; nothing was audited")
+			}
+		}
 	}
 	p, err := readTlogPolicy(*policyFlag)
 	if err != nil {

@@ -573,3 +573,44 @@ func TestVerifyProjectionLogProof(t *testing.T) {
 		t.Fatalf("another log's policy: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestVerifyOutputPathsCheckedFirst: an output file that cannot be
+// written is an error before any work, not after it.
+func TestVerifyOutputPathsCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	var requests int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests++
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	_, vkey, _ := mlog.GenerateLogKey("memtrail.test/verify")
+	policy := writeFile(t, dir, "log.policy", []byte("log "+vkey+"\nquorum none\n"))
+	s := gen.Deterministic(24)
+	trust := writeFile(t, dir, "trust.json", receipts.MarshalTrust(s.Trust(time.Now().Add(-time.Hour))))
+	missing := filepath.Join(dir, "nonexistent", "a.state")
+	for name, args := range map[string][]string{
+		"state in a missing directory": {"log", "--log", srv.URL, "--policy", policy, "--trust", trust, "--state", missing},
+		"json in a missing directory":  {"log", "--log", srv.URL, "--policy", policy, "--trust", trust, "--json", missing},
+		"json is a directory":          {"log", "--log", srv.URL, "--policy", policy, "--trust", trust, "--json", dir},
+	} {
+		code, out, errOut := runVerifyCmd(t, args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, "cannot be written") && !strings.Contains(errOut, "is a directory") {
+			t.Errorf("%s: exit %d\n%s\n%s", name, code, out, errOut)
+		}
+	}
+	if requests != 0 {
+		t.Errorf("the log was read %d times before the output paths were checked", requests)
+	}
+	_, record, pins, _, _ := vtInteropFiles(t)
+	code, out, errOut := runVerifyCmd(t, "projection", record, "--adapters", pins, "--at", "2026-07-29T17:01:00Z", "--registry", missing)
+	if code != 2 || out != "" || !strings.Contains(errOut, "--registry") || !strings.Contains(errOut, "directory that exists") {
+		t.Errorf("registry in a missing directory: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("the checks left files behind: %v", entries)
+	}
+}
