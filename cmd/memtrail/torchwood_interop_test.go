@@ -64,6 +64,10 @@ func TestTorchwoodInterop(t *testing.T) {
 	if got := w.firstLine(t); got != wVKey {
 		t.Fatalf("memtrail witness serve printed %q, want its key %q", got, wVKey)
 	}
+	// The key was made with keygen; serve still keeps witness.vkey.
+	if b, err := os.ReadFile(filepath.Join(wdata, "witness.vkey")); err != nil || string(b) != wVKey+"\n" {
+		t.Errorf("witness.vkey beside a keygen key = %q, %v; want %q", b, err, wVKey)
+	}
 	policy := writeFile(t, f.dir, "log.policy", []byte(fmt.Sprintf("log %s\nwitness w1 %s http://%s\nquorum w1\n", logVKey, wVKey, wAddr)))
 	port := freePort(t)
 	l := startTestProc(t, "memtrail serve", f.bin, "http://127.0.0.1:"+port+"/healthz",

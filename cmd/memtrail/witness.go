@@ -141,6 +141,14 @@ func runWitnessServe(args []string) error {
 		return fmt.Errorf("couldn't start the witness: %w", err)
 	}
 	fmt.Println(w.VerifierKey())
+	// witness.vkey is what operators hand to log operators: kept matching
+	// the key, also when the key was made with "memtrail keygen".
+	vpath := filepath.Join(*dataFlag, witnessVKeyFile)
+	if old, err := os.ReadFile(vpath); err != nil || string(old) != w.VerifierKey()+"\n" {
+		if err := os.WriteFile(vpath, []byte(w.VerifierKey()+"\n"), 0o644); err != nil {
+			return fmt.Errorf("couldn't write the verifier key: %w", err)
+		}
+	}
 
 	ln, err := net.Listen("tcp", *listenFlag)
 	if err != nil {
@@ -221,10 +229,7 @@ func loadOrCreateWitnessKey(dir, name string, logger *slog.Logger) (string, erro
 	if err := witness.WriteKeyFile(path, skey); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, witnessVKeyFile), []byte(vkey+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("couldn't write the verifier key: %w", err)
-	}
-	logger.Info("generated the witness key", "file", path, "name", name)
+	logger.Info("generated the witness key", "file", path, "name", name, "vkey", vkey)
 	return skey, nil
 }
 
