@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -147,7 +148,11 @@ func checkContentType(r *http.Request, want ...string) error {
 			}
 		}
 	}
-	return &httpError{status: http.StatusUnsupportedMediaType, code: codeUnsupportedMedia, detail: "Content-Type must be " + want[0] + ", not " + ct}
+	detail := "Content-Type must be " + want[0]
+	if len(want) > 1 {
+		detail = "Content-Type must be one of " + strings.Join(want, ", ")
+	}
+	return &httpError{status: http.StatusUnsupportedMediaType, code: codeUnsupportedMedia, detail: detail + " (charset utf-8 or none), not " + ct}
 }
 
 func waitProof(r *http.Request) (bool, error) {
