@@ -31,6 +31,7 @@
 package api
 
 import (
+	"github.com/memtrail/memtrail/receipts"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -131,13 +132,13 @@ func (s *Server) Handler() http.Handler {
 	r.Post("/v1/tombstones", s.submitHandler("tombstone"))
 	r.Post("/v1/batch", s.serveBatch)
 
-	r.Get("/v1/projections", s.serveProjection)
-	r.Get("/v1/projections/{id}", s.serveProjection)
+	r.Get("/v1/projections", s.serveEntry(receipts.KindProjection))
+	r.Get("/v1/projections/{id}", s.serveEntry(receipts.KindProjection))
 	r.Get("/v1/compactions", s.serveCompaction)
 	r.Get("/v1/compactions/{id}", s.serveCompaction)
 	r.Get("/v1/compactions/{id}/sources/{item}/proof", s.serveSourceProof)
-	r.Get("/v1/tombstones", s.serveTombstone)
-	r.Get("/v1/tombstones/{id}", s.serveTombstone)
+	r.Get("/v1/tombstones", s.serveEntry(receipts.KindTombstone))
+	r.Get("/v1/tombstones/{id}", s.serveEntry(receipts.KindTombstone))
 	r.Get("/v1/items/{digest}", s.serveItem)
 	r.Get("/v1/manifests/{root}", s.serveManifest)
 	r.Get("/v1/checkpoints/{size}", s.serveCheckpointAt)

@@ -89,30 +89,20 @@ func (s *Server) entry(ctx context.Context, kind receipts.Kind, id string) (*Ent
 	return e, nil
 }
 
-func (s *Server) serveProjection(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "id", "id")
-	if err == nil {
-		var e *Entry
-		if e, err = s.entry(r.Context(), receipts.KindProjection, id); err == nil {
-			writeJSON(w, http.StatusOK, e)
-			return
+// serveEntry answers GET /v1/projections/{id} and /v1/tombstones/{id} (and
+// their ?id= forms): the entry, its record and its proof.
+func (s *Server) serveEntry(kind receipts.Kind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathParam(r, "id", "id")
+		if err == nil {
+			var e *Entry
+			if e, err = s.entry(r.Context(), kind, id); err == nil {
+				writeJSON(w, http.StatusOK, e)
+				return
+			}
 		}
+		s.writeError(w, r, err)
 	}
-	s.writeError(w, r, err)
-}
-
-// serveTombstone answers GET /v1/tombstones/{id} (and ?id=) as
-// serveProjection does: the entry, its record and its proof.
-func (s *Server) serveTombstone(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "id", "id")
-	if err == nil {
-		var e *Entry
-		if e, err = s.entry(r.Context(), receipts.KindTombstone, id); err == nil {
-			writeJSON(w, http.StatusOK, e)
-			return
-		}
-	}
-	s.writeError(w, r, err)
 }
 
 // CompactionState is the body of GET /v1/compactions/{id}.
