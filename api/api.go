@@ -31,7 +31,6 @@
 package api
 
 import (
-	"github.com/memtrail/memtrail/receipts"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -40,6 +39,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/receipts"
 )
 
 // Config configures a Server; zero values take the defaults shown.
