@@ -279,3 +279,34 @@ func checkSourceProof(l *checklist, c *receipts.Compaction, in SourceProofInput)
 	}
 	l.pass(name, 0, fmt.Sprintf("item %s is source item %d of %d", in.Item, sp.Index, c.SourceItemCount))
 }
+
+// SplitCompactionSubmission recognizes a compaction submission, the form
+// "memtrail sign compaction" writes and POST /v1/compactions takes: an
+// object whose members are "eccr" (an object) and "manifest". It returns
+// the bytes of each member as they are in the document (manifest is nil
+// when the object has no "manifest"), and ok false for anything else —
+// a bare ECCR, another receipt, a document that does not parse — which
+// the caller then reads as it is.
+func SplitCompactionSubmission(b []byte) (eccr, manifest []byte, ok bool) {
+	v, err := parseStrictJSON("compaction submission", b)
+	if err != nil || v.kind != jobject {
+		return nil, nil, false
+	}
+	e, has := v.get("eccr")
+	if !has || e.kind != jobject {
+		return nil, nil, false
+	}
+	for _, m := range v.members {
+		switch m.name {
+		case "eccr":
+		case "manifest":
+			if m.val.kind != jobject {
+				return nil, nil, false
+			}
+			manifest = m.val.raw
+		default:
+			return nil, nil, false
+		}
+	}
+	return e.raw, manifest, true
+}

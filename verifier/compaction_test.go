@@ -149,3 +149,24 @@ func TestCompactionProfileRules(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitCompactionSubmission(t *testing.T) {
+	for _, c := range []struct {
+		in             string
+		eccr, manifest string
+		ok             bool
+	}{
+		{`{"eccr": {"a":1}, "manifest": {"b":2}}`, `{"a":1}`, `{"b":2}`, true},
+		{`{"eccr":{"a":1}}`, `{"a":1}`, ``, true},
+		{`{"eccr":{"a":1},"manifest":{},"x":1}`, ``, ``, false},
+		{`{"eccr_version":"1"}`, ``, ``, false},
+		{`{"eccr":"x"}`, ``, ``, false},
+		{`[1]`, ``, ``, false},
+		{`{"eccr":{"a":1},"eccr":{}}`, ``, ``, false},
+	} {
+		e, m, ok := verifier.SplitCompactionSubmission([]byte(c.in))
+		if ok != c.ok || string(e) != c.eccr || string(m) != c.manifest {
+			t.Errorf("%s: %q %q %v", c.in, e, m, ok)
+		}
+	}
+}

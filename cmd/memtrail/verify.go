@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -33,7 +34,8 @@ Verify memtrail's evidence offline, trusting nothing the log says: only the
 pinned keys, trust file and tlog-policy given on the command line.
 
 "receipt" is the receipt-level check of a projection record, ECCR or
-tombstone (the kind is read from the file): strict parsing — member sets,
+tombstone (the kind is read from the file; the {"eccr": …, "manifest": …}
+file "memtrail sign compaction" writes is checked as its ECCR): strict parsing — member sets,
 types, enumerations, the drafts' parser invariants — and the signature,
 under pinned adapter keys (--adapters, or a --trust file's adapters) for a
 projection record, and under a trust file's compactor or issuer keys, or
@@ -50,9 +52,11 @@ the log's answer counts only with an inclusion proof of the record at the
 index it names, in a checkpoint that satisfies --log-policy (a C2SP
 tlog-policy). Whatever material is missing is reported as skipped.
 
-"compaction" checks an ECCR: the draft's parser invariants and signature
-(under a trust file's compactor keys, or raw public keys with --key), and with
---manifest the profile's rules (count, root, ceiling, retention, Bloom
+"compaction" checks an ECCR, bare or as the {"eccr": …, "manifest": …}
+submission "memtrail sign compaction" writes: the draft's parser invariants
+and signature (under a trust file's compactor keys, or raw public keys with
+--key), and with a manifest — the submission's, or --manifest (JSON, as in a
+submission) — the profile's rules (count, root, ceiling, retention, Bloom
 format); each --item/--source-proof pair checks a source-item inclusion proof.
 
 "proof" checks a C2SP tlog-proof of a receipt under a C2SP tlog-policy: the
@@ -371,7 +375,7 @@ func verifyCompaction(args []string) error {
 	trustFlag := fs.String("trust", "", "trust file: its compactor keys and sensitivity lattice")
 	var keyFlags, itemFlags, proofFlags stringList
 	fs.Var(&keyFlags, "key", "compactor public key, 64 hex digits (repeatable)")
-	manifestFlag := fs.String("manifest", "", "the compaction's source manifest")
+	manifestFlag := fs.String("manifest", "", "the compaction's source manifest, JSON (default: the submission's, when the file is {\"eccr\", \"manifest\"})")
 	var atFlag timeFlag
 	fs.Var(&atFlag, "at", "time at which the trust file's keys must be current, RFC 3339 (default now)")
 	fs.Var(&itemFlags, "item", "source item digest whose inclusion proof follows (repeatable, paired with --source-proof)")
@@ -392,6 +396,12 @@ func verifyCompaction(args []string) error {
 	if err != nil {
 		return inputError(err)
 	}
+	// The file "memtrail sign compaction" writes is the submission
+	// {"eccr": …, "manifest": …}: its manifest is the one to check.
+	var inlineManifest []byte
+	if e, m, ok := verifier.SplitCompactionSubmission(eccr); ok {
+		eccr, inlineManifest = e, m
+	}
 	opts := verifier.CompactionOptions{Time: atFlag.orNow()}
 	if *trustFlag != "" {
 		t, err := readTrust(*trustFlag)
@@ -408,9 +418,15 @@ func verifyCompaction(args []string) error {
 		opts.RawKeys = append(opts.RawKeys, ed25519.PublicKey(pub))
 	}
 	if *manifestFlag != "" {
-		if opts.Manifest, err = readInput("manifest", *manifestFlag); err != nil {
-			return inputError(err)
+		if opts.Manifest, err = readManifestFlag(*manifestFlag); err != nil {
+			return err
 		}
+		if inlineManifest != nil && !sameManifest(opts.Manifest, inlineManifest) {
+			return inputError(fmt.Errorf("the --manifest %s is not the manifest in %s", *manifestFlag, pos[0]),
+				"the compaction submission carries its manifest: leave out --manifest to check that one, or give the bare ECCR with --manifest")
+		}
+	} else {
+		opts.Manifest = inlineManifest
 	}
 	for i, item := range itemFlags {
 		if !receipts.IsDigest(item) {
@@ -423,6 +439,33 @@ func verifyCompaction(args []string) error {
 		opts.SourceProofs = append(opts.SourceProofs, verifier.SourceProofInput{Item: item, Document: doc})
 	}
 	return finish(verifier.VerifyCompaction(eccr, opts), stdout())
+}
+
+// readManifestFlag reads a --manifest file: a source manifest in JSON.
+// The "DIGEST LABEL [EXPIRES_AT]" lines "memtrail sign compaction" also
+// takes are a producer's input, not the manifest the ECCR commits to.
+func readManifestFlag(path string) ([]byte, error) {
+	b, err := readInput("manifest", path)
+	if err != nil {
+		return nil, inputError(err)
+	}
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' {
+		return nil, inputError(fmt.Errorf("%s is not a JSON source manifest", path),
+			`--manifest takes the manifest as JSON, {"manifest_version": "1.0", "items": [{"item_digest": …, "sensitivity": …}, …]} (the "manifest" member of the file "memtrail sign compaction" writes), not the "DIGEST LABEL [EXPIRES_AT]" lines "sign compaction --manifest" reads`,
+			"or give the file \"memtrail sign compaction\" wrote, {\"eccr\": …, \"manifest\": …}, without --manifest: its manifest is checked")
+	}
+	return b, nil
+}
+
+// sameManifest reports whether two manifest documents are the same
+// manifest: the same bytes, or both parsing to the same canonical form.
+func sameManifest(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	ma, err1 := receipts.ParseManifest(a)
+	mb, err2 := receipts.ParseManifest(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ma.Canonical(), mb.Canonical())
 }
 
 const proofSynopsis = "memtrail verify proof PROOF.tlog-proof --receipt R.json --policy TLOG_POLICY"

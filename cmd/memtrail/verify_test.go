@@ -614,3 +614,42 @@ func TestVerifyOutputPathsCheckedFirst(t *testing.T) {
 		t.Errorf("the checks left files behind: %v", entries)
 	}
 }
+
+// TestVerifyCompactionSubmission: the file "memtrail sign compaction"
+// writes, {"eccr": …, "manifest": …}, is accepted by verify compaction
+// (with its manifest) and verify receipt.
+func TestVerifyCompactionSubmission(t *testing.T) {
+	dir := t.TempDir()
+	s := gen.Deterministic(25)
+	trust := writeFile(t, dir, "trust.json", receipts.MarshalTrust(s.Trust(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))))
+	items := gen.Items("sub", 4)
+	c, mf, err := s.Compaction("urn:c:sub", items, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := writeFile(t, dir, "sub.json", gen.CompactionSubmission(c, mf))
+	code, out, errOut := runVerifyCmd(t, "compaction", sub, "--trust", trust)
+	if code != 0 || vtResult(t, out) != "VALID" || !strings.Contains(errOut, "ok   source_merkle_root") {
+		t.Fatalf("submission: exit %d\n%s\n%s", code, out, errOut)
+	}
+	mff := writeFile(t, dir, "m.json", mf.Canonical())
+	if code, out, errOut := runVerifyCmd(t, "compaction", sub, "--trust", trust, "--manifest", mff); code != 0 {
+		t.Fatalf("submission and its manifest: exit %d\n%s\n%s", code, out, errOut)
+	}
+	_, other, _ := s.Compaction("urn:c:other", gen.Items("other", 2), "", nil, nil)
+	of := writeFile(t, dir, "other.json", other.Canonical())
+	code, out, errOut = runVerifyCmd(t, "compaction", sub, "--trust", trust, "--manifest", of)
+	if code != 2 || !strings.Contains(errOut, "is not the manifest in") {
+		t.Errorf("submission and another manifest: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The lines "sign compaction --manifest" reads are not a manifest.
+	lines := writeFile(t, dir, "m.txt", []byte(items[0].ItemDigest+" "+items[0].Sensitivity+"\n"))
+	code, out, errOut = runVerifyCmd(t, "compaction", writeFile(t, dir, "c.json", c.Canonical()), "--trust", trust, "--manifest", lines)
+	if code != 2 || !strings.Contains(errOut, "--manifest takes the manifest as JSON") || !strings.Contains(errOut, "DIGEST LABEL") {
+		t.Errorf("a line manifest: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runVerifyCmd(t, "receipt", sub, "--trust", trust)
+	if code != 0 || vtResult(t, out) != "VALID" || !strings.Contains(out, `"kind": "compaction"`) {
+		t.Errorf("verify receipt of the submission: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memtrail/memtrail/receipts"
+	"github.com/memtrail/memtrail/verifier"
 )
 
 const receiptSynopsis = "memtrail verify receipt FILE [--adapters PINS.json] [--trust FILE] [--key HEX]... [--at TIME]"
@@ -113,6 +114,12 @@ func verifyReceipt(args []string) error {
 	at := atFlag.orNow()
 
 	rep := &receiptReport{file: pos[0]}
+	// A compaction submission {"eccr": …, "manifest": …}, as "memtrail
+	// sign compaction" writes it, is checked as its ECCR; its manifest is
+	// beyond the receipt level ("verify compaction" checks it).
+	if eccr, _, ok := verifier.SplitCompactionSubmission(raw); ok {
+		raw = eccr
+	}
 	r, err := receipts.ParseReceipt(raw)
 	if err != nil {
 		rep.refuse(err)
