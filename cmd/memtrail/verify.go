@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/memtrail/memtrail/receipts"
@@ -185,11 +186,27 @@ func newVerifyFlags(name string) *flag.FlagSet {
 
 // parseInterleaved parses flags that may come before or after the
 // positional arguments, as in "verify projection RECORD.json --adapters P".
+// -h prints the usage text; any other parse failure prints only the error,
+// a hint for the flag's format and a pointer to -h, not the whole usage.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer func() { fs.Usage = usage; fs.SetOutput(out) }()
 	var pos []string
 	for {
-		if err := parseFlags(fs, args); err != nil {
-			return nil, err
+		if err := fs.Parse(args); err != nil {
+			fs.SetOutput(out)
+			if errors.Is(err, flag.ErrHelp) {
+				usage()
+				return nil, flag.ErrHelp
+			}
+			fmt.Fprintf(out, "memtrail: error: %s\n", describeFlagError(fs, err))
+			if h := flagHint(fs, err); h != "" {
+				fmt.Fprintf(out, "memtrail: hint: %s\n", h)
+			}
+			fmt.Fprintf(out, "memtrail: hint: run \"%s -h\" for its flags\n", fs.Name())
+			return nil, errUsage
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -201,6 +218,49 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// badFlag returns the flag named by a flag package "invalid value" error.
+func badFlag(fs *flag.FlagSet, err error) *flag.Flag {
+	var value, name string
+	msg := err.Error()
+	if _, e := fmt.Sscanf(msg, "invalid value %q for flag -%s", &value, &name); e != nil {
+		return nil
+	}
+	return fs.Lookup(strings.TrimSuffix(name, ":"))
+}
+
+// describeFlagError rewrites the flag package's message in the command's
+// spelling of flags (--at, not -at).
+func describeFlagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if f := badFlag(fs, err); f != nil {
+		msg = strings.Replace(msg, "for flag -"+f.Name, "for --"+f.Name, 1)
+		msg = strings.TrimSuffix(msg, ": parse error")
+		msg = strings.TrimSuffix(msg, ": invalid syntax")
+	}
+	return msg
+}
+
+// flagHint says what format the flag of a bad value takes.
+func flagHint(fs *flag.FlagSet, err error) string {
+	f := badFlag(fs, err)
+	if f == nil {
+		return ""
+	}
+	switch f.Value.(type) {
+	case *timeFlag:
+		return "--" + f.Name + " takes an RFC 3339 time such as 2026-12-01T00:00:00Z"
+	}
+	// The flag package's own values are not exported types: tell them by
+	// their default's form.
+	switch {
+	case f.Name == "grace" || strings.HasSuffix(f.DefValue, "s") && strings.ContainsAny(f.DefValue, "0123456789"):
+		return "durations are Go durations such as 48h or 90m (no \"d\": 2 days is 48h)"
+	case f.Name == "workers":
+		return "--" + f.Name + " takes a whole number"
+	}
+	return ""
 }
 
 // timeFlag is an RFC 3339 time; zero when not given.
@@ -216,7 +276,7 @@ func (f *timeFlag) String() string {
 func (f *timeFlag) Set(s string) error {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return fmt.Errorf("want an RFC 3339 time such as 2026-07-29T17:01:00Z")
+		return errors.New("not an RFC 3339 time")
 	}
 	f.t = t.UTC()
 	return nil

@@ -653,3 +653,34 @@ func TestVerifyCompactionSubmission(t *testing.T) {
 		t.Errorf("verify receipt of the submission: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestVerifyBadFlagValues: a bad flag value prints the error and a hint
+// for the format, not the whole usage text.
+func TestVerifyBadFlagValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"log", "--at", "2026-12-01"}, []string{`invalid value "2026-12-01" for --at`, "RFC 3339 time such as 2026-12-01T00:00:00Z"}},
+		{[]string{"log", "--grace", "2d"}, []string{`invalid value "2d" for --grace`, "Go durations such as 48h or 90m"}},
+		{[]string{"projection", "r.json", "--at", "yesterday"}, []string{"for --at", "RFC 3339"}},
+		{[]string{"receipt", "--at", "x", "r.json"}, []string{"for --at", "RFC 3339"}},
+		{[]string{"log", "--workers", "many"}, []string{"for --workers", "whole number"}},
+		{[]string{"compaction", "--bogus"}, []string{"not defined: -bogus"}},
+	} {
+		code, out, errOut := runVerifyCmd(t, c.args...)
+		if code != 2 || out != "" || strings.Contains(errOut, "Usage:") || strings.Count(errOut, "\n") > 4 ||
+			!strings.Contains(errOut, `-h" for its flags`) {
+			t.Errorf("%v: exit %d\n%s", c.args, code, errOut)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: %q missing from\n%s", c.args, w, errOut)
+			}
+		}
+	}
+	// -h still prints the usage, and succeeds.
+	if code, _, errOut := runVerifyCmd(t, "log", "-h"); code != 0 || !strings.Contains(errOut, "Usage:") {
+		t.Errorf("-h: exit %d\n%s", code, errOut)
+	}
+}
