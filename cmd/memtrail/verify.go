@@ -144,7 +144,12 @@ func stderr() io.Writer {
 }
 
 // inputError reports a file that could not be read or parsed: exit 2.
+// Hints err already carries (readTlogPolicy's, readTrust's) come first.
 func inputError(err error, hints ...string) error {
+	var he *hintError
+	if errors.As(err, &he) {
+		hints = append(append([]string(nil), he.hints...), hints...)
+	}
 	printError(stderr(), withHint(err, hints...))
 	return exitError{2}
 }
@@ -317,9 +322,33 @@ func readTlogPolicy(path string) (*verifier.Policy, error) {
 	}
 	p, err := verifier.ParsePolicy(b)
 	if err != nil {
-		return nil, withHint(fmt.Errorf("%s: %w", path, err), "--policy takes a C2SP tlog-policy file: log, witness, group and quorum lines")
+		return nil, withHint(fmt.Errorf("%s: %w", path, err), policyHints(b)...)
 	}
 	return p, nil
+}
+
+// policyHints explains a tlog-policy that does not parse, with the minimal
+// policy of an unwitnessed log as the example; a file that holds only a
+// verifier key (as "memtrail keygen" or the log's /v1/log gives it) is
+// named as such.
+func policyHints(b []byte) []string {
+	fields := strings.Fields(string(b))
+	vkey := "<the log's verifier key>"
+	bare := len(fields) == 1 && strings.Count(fields[0], "+") == 2
+	if bare {
+		vkey = fields[0]
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "log" && !bare {
+			vkey = f[1]
+			break
+		}
+	}
+	example := []string{"the minimal policy for a log without witnesses is these two lines:", "    log " + vkey, "    quorum none"}
+	if bare {
+		return append([]string{"this file is a bare verifier key (vkey), not a tlog-policy"}, example...)
+	}
+	return append([]string{"a C2SP tlog-policy has log, witness and group lines and one quorum line (\"quorum none\" when no witness is required)"}, example...)
 }
 
 // checkWritable checks, before any work, that a file the command will

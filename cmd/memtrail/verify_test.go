@@ -684,3 +684,36 @@ func TestVerifyBadFlagValues(t *testing.T) {
 		t.Errorf("-h: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestVerifyPolicyHints: a tlog-policy that does not parse gets the
+// minimal policy as an example, and a bare vkey is named as one.
+func TestVerifyPolicyHints(t *testing.T) {
+	dir := t.TempDir()
+	_, vkey, _ := mlog.GenerateLogKey("memtrail.test/verify")
+	x := writeFile(t, dir, "x", []byte("x"))
+	for name, c := range map[string]struct {
+		policy string
+		want   []string
+	}{
+		"bare vkey":     {vkey + "\n", []string{"bare verifier key (vkey), not a tlog-policy", "hint:     log " + vkey + "\n", "hint:     quorum none\n"}},
+		"no quorum":     {"log " + vkey + "\n", []string{"no quorum line", "hint:     log " + vkey + "\n", "hint:     quorum none\n"}},
+		"unknown words": {"frobnicate\n", []string{"one quorum line", "hint:     quorum none\n"}},
+	} {
+		p := writeFile(t, dir, strings.ReplaceAll(name, " ", "_"), []byte(c.policy))
+		for _, args := range [][]string{
+			{"proof", x, "--receipt", x, "--policy", p},
+			{"consistency", x, x, "--policy", p, "--proof", x},
+			{"log", "--data", dir, "--policy", p, "--trust", x},
+		} {
+			code, _, errOut := runVerifyCmd(t, args...)
+			if code != 2 {
+				t.Errorf("%s, %s: exit %d\n%s", name, args[0], code, errOut)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("%s, %s: %q missing from\n%s", name, args[0], w, errOut)
+				}
+			}
+		}
+	}
+}
