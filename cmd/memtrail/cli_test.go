@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -69,7 +71,11 @@ func newCLILog(t *testing.T, interval, wait time.Duration, tr func(*receipts.Tru
 	srv := httptest.NewServer(api.New(l, api.Config{WaitTimeout: wait, Logger: vtQuietLogger()}).Handler())
 	t.Cleanup(func() {
 		srv.Close()
-		l.Close(context.Background())
+		// A log that has not published its last entries would wait for
+		// the next checkpoint; a test need not.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		l.Close(ctx)
 	})
 	cl := &cliLog{url: srv.URL, dir: dir, s: s, l: l,
 		trust:     writeFile(t, dir, "trust.json", receipts.MarshalTrust(trust)),
@@ -156,5 +162,41 @@ func TestCLISignCompactionLattice(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, cl.dir, "sign", "compaction", "--key", cl.compactor, "--manifest", js, "--trust", cl.trust, "--lattice", "A,B"); code != 2 {
 		t.Errorf("sign compaction with --trust and --lattice: exit %d, want 2", code)
+	}
+}
+
+// TestCLISubmitProofPending: when no proof arrives in time (here the log
+// publishes no checkpoint), "submit --proof-dir" and "--wait" say the entry
+// is logged and how to fetch its proof later, and exit 3, not 0.
+func TestCLISubmitProofPending(t *testing.T) {
+	cl := newCLILog(t, 9*time.Minute, 300*time.Millisecond, nil)
+	frag := writeFile(t, cl.dir, "memory.txt", []byte("user prefers formal emails\n"))
+	for i, flags := range [][]string{{"--proof-dir", "proofs"}, {"--wait"}, {"--proof-dir", "proofs", "--json"}} {
+		code, rec, errOut := runCLI(t, cl.dir, "sign", "projection", "--key", cl.adapter, frag)
+		if code != 0 {
+			t.Fatalf("sign: exit %d\n%s", code, errOut)
+		}
+		p := writeFile(t, cl.dir, "p.json", []byte(rec))
+		code, out, errOut := runCLI(t, cl.dir, append(append([]string{"submit", "--log", cl.url}, flags...), p)...)
+		if code != 3 {
+			t.Errorf("submit %v with no proof in time: exit %d, want 3\n%s%s", flags, code, out, errOut)
+		}
+		if len(flags) == 1 || flags[len(flags)-1] != "--json" {
+			if !strings.Contains(out, "p.json: logged projection") || !strings.Contains(out, "p.json: no proof yet") {
+				t.Errorf("submit %v: does not say the entry is logged without a proof:\n%s", flags, out)
+			}
+		} else if !strings.Contains(out, `"proof_pending"`) {
+			t.Errorf("submit %v: no proof_pending:\n%s", flags, out)
+		}
+		want := fmt.Sprintf("memtrail proof --log %s --index %d", cl.url, i)
+		if !strings.Contains(errOut, "1 of 1 entries were logged but have no proof yet") || !strings.Contains(errOut, want) {
+			t.Errorf("submit %v: does not say how to fetch the proof later (%q):\n%s", flags, want, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(cl.dir, "proofs", "p.json.tlog-proof")); err == nil {
+			t.Errorf("submit %v wrote a proof file", flags)
+		}
+	}
+	if code, out, errOut := runCLI(t, cl.dir, "submit", "-h"); code != 0 || !strings.Contains(out+errOut, "3 if") {
+		t.Errorf("submit -h does not document exit status 3:\n%s%s", out, errOut)
 	}
 }

@@ -27,14 +27,20 @@ kind's endpoint; several go as NDJSON batches of up to 5,000.
 
 --wait waits until a published checkpoint covers each entry and gets its
 proof; --proof-dir DIR (which implies --wait) writes each proof to
-DIR/<file name>.tlog-proof, ready for "memtrail verify proof".
+DIR/<file name>.tlog-proof, ready for "memtrail verify proof". The log waits
+up to a minute for a checkpoint (its witnesses may be slow or down); an
+entry it logged without a proof is reported with "no proof yet", and the
+command says how to fetch the proof later with "memtrail proof".
 
 One line per file reports where it was logged or why it was refused (--json
 writes the server's answers as JSON lines instead). On a terminal, progress
 is shown on standard error.
 
-The command exits 0 if every file was logged, 1 if any was refused or could
-not be sent, and 2 on a usage error.
+The command exits 0 if every file was logged (with its proof, when --wait
+or --proof-dir asked for one), 1 if any was refused or could not be sent,
+3 if every file was logged but some proof asked for did not arrive in time
+(the entries are logged: do not submit them again, fetch their proofs
+later), and 2 on a usage error.
 
 Example:
 
@@ -106,6 +112,7 @@ func runSubmit(args []string) error {
 	}
 	progress.done()
 	failed := 0
+	var noProof []string // "memtrail proof" commands for entries logged without a proof
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	for i, res := range results {
@@ -124,8 +131,19 @@ func runSubmit(args []string) error {
 		} else {
 			fmt.Fprintf(out, "%s: refused (%d %s): %s\n", files[i], res.Status, res.Code, res.Detail)
 		}
-		if res.Accepted != nil && wait && res.ProofPending != "" && !*jsonFlag {
-			fmt.Fprintf(out, "%s: no proof yet: %s\n", files[i], res.ProofPending)
+		if res.Accepted != nil && wait && res.Proof == "" {
+			fetch := fmt.Sprintf("memtrail proof --log %s --index %d", base, res.Index)
+			if *proofDirFlag != "" {
+				fetch += " -o " + filepath.Join(*proofDirFlag, filepath.Base(files[i])+".tlog-proof")
+			}
+			noProof = append(noProof, fetch)
+			if !*jsonFlag {
+				why := res.ProofPending
+				if why == "" {
+					why = "the log answered without one"
+				}
+				fmt.Fprintf(out, "%s: no proof yet: %s\n", files[i], why)
+			}
 		}
 		if res.Accepted != nil && *proofDirFlag != "" && res.Proof != "" {
 			p := filepath.Join(*proofDirFlag, filepath.Base(files[i])+".tlog-proof")
@@ -134,10 +152,19 @@ func runSubmit(args []string) error {
 			}
 		}
 	}
+	out.Flush()
+	if len(noProof) > 0 {
+		fmt.Fprintf(os.Stderr, "memtrail: %d of %d entries were logged but have no proof yet; do not submit them again, fetch their proofs later with:\n", len(noProof), len(files))
+		for _, c := range noProof {
+			fmt.Fprintf(os.Stderr, "\t%s\n", c)
+		}
+	}
 	if failed > 0 {
-		out.Flush()
 		fmt.Fprintf(os.Stderr, "memtrail: %d of %d submissions were not logged\n", failed, len(files))
 		return exitError{1}
+	}
+	if len(noProof) > 0 {
+		return exitError{3}
 	}
 	return nil
 }
