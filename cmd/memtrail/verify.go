@@ -334,7 +334,7 @@ func readTlogPolicy(path string) (*verifier.Policy, error) {
 func policyHints(b []byte) []string {
 	fields := strings.Fields(string(b))
 	vkey := "<the log's verifier key>"
-	bare := len(fields) == 1 && strings.Count(fields[0], "+") == 2
+	bare := len(fields) == 1 && strings.Count(fields[0], "+") >= 2
 	if bare {
 		vkey = fields[0]
 	}
