@@ -200,3 +200,68 @@ func TestCLISubmitProofPending(t *testing.T) {
 		t.Errorf("submit -h does not document exit status 3:\n%s%s", out, errOut)
 	}
 }
+
+// TestCLISubmitLocalRefusals: a file submit cannot send (empty, truncated,
+// missing) is reported as not sent, with no HTTP status, the same way
+// alone and among others, and the other files are still sent.
+func TestCLISubmitLocalRefusals(t *testing.T) {
+	cl := newCLILog(t, 100*time.Millisecond, 5*time.Second, nil)
+	frag := writeFile(t, cl.dir, "memory.txt", []byte("user prefers formal emails\n"))
+	sign := func(name string) string {
+		code, rec, errOut := runCLI(t, cl.dir, "sign", "projection", "--key", cl.adapter, frag)
+		if code != 0 {
+			t.Fatalf("sign: exit %d\n%s", code, errOut)
+		}
+		return writeFile(t, cl.dir, name, []byte(rec))
+	}
+	sign("a.json")
+	b := sign("b.json")
+	rec, _ := os.ReadFile(b)
+	writeFile(t, cl.dir, "truncated.json", rec[:300])
+	writeFile(t, cl.dir, "empty.json", nil)
+	writeFile(t, cl.dir, "array.json", []byte("[1, 2]\n"))
+	lines := func(out string) map[string]string {
+		m := map[string]string{}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f, _, ok := strings.Cut(l, ": "); ok {
+				m[f] = l
+			}
+		}
+		return m
+	}
+	want := map[string]string{
+		"empty.json":     "empty.json: not sent (record_invalid): the file is empty",
+		"truncated.json": "truncated.json: not sent (record_invalid): not valid JSON: byte 300: unexpected end of JSON input",
+		"array.json":     "array.json: not sent (record_invalid): not a JSON object",
+		"nofile.json":    "nofile.json: not sent (file_unreadable): couldn't read it: no such file or directory",
+	}
+	for f, w := range want {
+		code, out, errOut := runCLI(t, cl.dir, "submit", "--log", cl.url, f)
+		if code != 1 || strings.TrimSpace(out) != w || !strings.Contains(errOut, "1 of 1 submissions were not logged") {
+			t.Errorf("submit %s: exit %d\n%s%s\nwant %q", f, code, out, errOut, w)
+		}
+		code, out, _ = runCLI(t, cl.dir, "submit", "--json", "--log", cl.url, f)
+		if code != 1 || strings.Contains(out, `"status"`) || !strings.Contains(out, `"sent":false`) {
+			t.Errorf("submit --json %s: exit %d\n%s", f, code, out)
+		}
+	}
+	// Among others: the same answers, and the readable files are sent.
+	code, out, errOut := runCLI(t, cl.dir, "submit", "--log", cl.url, "a.json", "truncated.json", "nofile.json", "empty.json", "b.json", "array.json")
+	got := lines(out)
+	for f, w := range want {
+		if got[f] != w {
+			t.Errorf("submit of several: %s: %q, want %q", f, got[f], w)
+		}
+	}
+	for _, f := range []string{"a.json", "b.json"} {
+		if !strings.HasPrefix(got[f], f+": logged projection") {
+			t.Errorf("submit of several: %s was not logged: %q", f, got[f])
+		}
+	}
+	if code != 1 || !strings.Contains(errOut, "4 of 6 submissions were not logged") {
+		t.Errorf("submit of several: exit %d\n%s", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, cl.dir, "submit", "-h"); code != 0 || !strings.Contains(out+errOut, "not sent") {
+		t.Errorf("submit -h does not say what happens to a file that cannot be sent:\n%s%s", out, errOut)
+	}
+}

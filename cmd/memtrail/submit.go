@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -33,8 +34,12 @@ entry it logged without a proof is reported with "no proof yet", and the
 command says how to fetch the proof later with "memtrail proof".
 
 One line per file reports where it was logged or why it was refused (--json
-writes the server's answers as JSON lines instead). On a terminal, progress
-is shown on standard error.
+writes the server's answers as JSON lines instead, with "sent": true). A
+file that cannot be read, is empty or is not a JSON receipt is checked here
+and not sent: its line says "not sent" with the reason (with --json,
+"sent": false, a code and a detail, and no HTTP status), whether it is
+submitted alone or with others, and the other files are still sent. On a
+terminal, progress is shown on standard error.
 
 The command exits 0 if every file was logged (with its proof, when --wait
 or --proof-dir asked for one), 1 if any was refused or could not be sent,
@@ -82,31 +87,39 @@ func runSubmit(args []string) error {
 	}
 	client := &http.Client{Timeout: *timeoutFlag}
 	files := fs.Args()
-	bodies := make([][]byte, len(files))
 	results := make([]api.BatchResult, len(files))
+	notSent := make([]*api.Refusal, len(files)) // why a file was not sent
+	var send []int                              // the files to send
+	var bodies [][]byte
+	var endpoints []string
 	for i, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
+		body, ep, refusal := readSubmission(f)
+		if refusal != nil {
+			notSent[i] = refusal
+			continue
 		}
-		bodies[i] = bytes.TrimSpace(b)
+		send = append(send, i)
+		bodies = append(bodies, body)
+		endpoints = append(endpoints, ep)
 	}
-	progress := newProgress(len(files))
-	if len(files) == 1 {
-		res, err := submitOne(client, base, bodies[0], wait)
+	progress := newProgress(len(send))
+	if len(send) == 1 {
+		res, err := submitOne(client, base, endpoints[0], bodies[0], wait)
 		if err != nil {
 			return err
 		}
-		results[0] = res
+		results[send[0]] = res
 		progress.add(1)
 	} else {
-		for start := 0; start < len(files); start += batchChunk {
-			end := min(start+batchChunk, len(files))
+		for start := 0; start < len(send); start += batchChunk {
+			end := min(start+batchChunk, len(send))
 			res, err := submitBatch(client, base, bodies[start:end], wait)
 			if err != nil {
 				return err
 			}
-			copy(results[start:end], res)
+			for k, r := range res {
+				results[send[start+k]] = r
+			}
 			progress.add(end - start)
 		}
 	}
@@ -119,12 +132,27 @@ func runSubmit(args []string) error {
 		if res.Accepted == nil {
 			failed++
 		}
+		if r := notSent[i]; r != nil {
+			if *jsonFlag {
+				b, _ := json.Marshal(struct {
+					File string `json:"file"`
+					Line int    `json:"line"`
+					Sent bool   `json:"sent"`
+					*api.Refusal
+				}{files[i], i + 1, false, r})
+				out.Write(append(b, '\n'))
+			} else {
+				fmt.Fprintf(out, "%s: not sent (%s): %s\n", files[i], r.Code, r.Detail)
+			}
+			continue
+		}
 		if *jsonFlag {
 			res.Line = i + 1
 			b, _ := json.Marshal(struct {
 				File string `json:"file"`
+				Sent bool   `json:"sent"`
 				api.BatchResult
-			}{files[i], res})
+			}{files[i], true, res})
 			out.Write(append(b, '\n'))
 		} else if res.Accepted != nil {
 			fmt.Fprintf(out, "%s: logged %s %s at index %d\n", files[i], res.Kind, res.ID, res.Index)
@@ -169,10 +197,42 @@ func runSubmit(args []string) error {
 	return nil
 }
 
+// readSubmission reads a file to submit and picks its endpoint by the
+// receipt's kind, parsed locally. A file that cannot be read or is not a
+// receipt is not sent: the refusal says why, with the code the log would
+// give (record_invalid) or file_unreadable.
+func readSubmission(path string) (body []byte, endpoint string, refusal *api.Refusal) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, "", &api.Refusal{Code: "file_unreadable", Detail: "couldn't read it: " + err.Error()}
+	}
+	body = bytes.TrimSpace(b)
+	if len(body) == 0 {
+		return nil, "", &api.Refusal{Code: string(receipts.CodeRecordInvalid), Detail: "the file is empty"}
+	}
+	ep, err := endpointFor(body)
+	if err != nil {
+		return nil, "", &api.Refusal{Code: string(receipts.CodeRecordInvalid), Detail: err.Error()}
+	}
+	return body, ep, nil
+}
+
 // endpointFor picks the endpoint by the receipt's kind, parsed locally.
 func endpointFor(body []byte) (string, error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(body, &probe); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return "", fmt.Errorf("not valid JSON: byte %d: %s", se.Offset, strings.TrimPrefix(err.Error(), "json: "))
+		case errors.As(err, &te):
+			return "", errors.New("not a JSON object")
+		}
 		return "", fmt.Errorf("not a JSON object: %w", err)
 	}
 	switch {
@@ -188,11 +248,7 @@ func endpointFor(body []byte) (string, error) {
 	return "", errors.New("not a receipt: no @version, tombstone_version or eccr member")
 }
 
-func submitOne(client *http.Client, base *url.URL, body []byte, wait bool) (api.BatchResult, error) {
-	ep, err := endpointFor(body)
-	if err != nil {
-		return api.BatchResult{Status: 0, Refusal: &api.Refusal{Code: string(receipts.CodeRecordInvalid), Detail: err.Error()}}, nil
-	}
+func submitOne(client *http.Client, base *url.URL, ep string, body []byte, wait bool) (api.BatchResult, error) {
 	u := base.String() + ep
 	if wait {
 		u += "?wait=proof"
