@@ -27,7 +27,7 @@ const verifyUsage = `Usage: memtrail verify <what> [flags] [arguments]
 	memtrail verify compaction ECCR.json (--trust FILE | --key HEX...) [--manifest M.json]
 	        [--at TIME] [--item DIGEST --source-proof FILE]...
 	memtrail verify proof PROOF.tlog-proof --receipt R.json --policy TLOG_POLICY
-	memtrail verify consistency OLD_CHECKPOINT NEW_CHECKPOINT --policy TLOG_POLICY (--proof FILE | --log URL)
+	memtrail verify consistency OLD_CHECKPOINT NEW_CHECKPOINT --policy TLOG_POLICY [--proof FILE | --log URL]
 	memtrail verify log (--log URL | --data DIR) --policy TLOG_POLICY --trust FILE [--at TIME]
 	        [--grace DURATION] [--state FILE] [--json FILE]
 
@@ -65,7 +65,8 @@ leaf hash recomputed from the receipt, the log's signature, the witness
 quorum and the inclusion path.
 
 "consistency" checks that NEW_CHECKPOINT extends OLD_CHECKPOINT, with a
-consistency proof from a file or fetched from the log; a fork or rollback is
+consistency proof from a file or fetched from the log (none is needed when
+the sizes are equal: the roots must then be equal); a fork or rollback is
 reported with both signed checkpoints as evidence.
 
 "log" audits a whole log through its tiles: the checkpoint under the
@@ -585,7 +586,7 @@ func verifyProof(args []string) error {
 	return finish(verifier.VerifyReceiptProof(p, proof, receipt), stdout())
 }
 
-const consistencySynopsis = "memtrail verify consistency OLD_CHECKPOINT NEW_CHECKPOINT --policy TLOG_POLICY (--proof FILE | --log URL)"
+const consistencySynopsis = "memtrail verify consistency OLD_CHECKPOINT NEW_CHECKPOINT --policy TLOG_POLICY [--proof FILE | --log URL]"
 
 func verifyConsistency(args []string) error {
 	fs := newVerifyFlags("consistency")
@@ -599,28 +600,33 @@ func verifyConsistency(args []string) error {
 	switch {
 	case len(pos) != 2 || *policyFlag == "":
 		return usageError(consistencySynopsis)
-	case (*proofFlag == "") == (*logFlag == ""):
-		return usageError(consistencySynopsis, "give either --proof FILE or --log URL")
+	case *proofFlag != "" && *logFlag != "":
+		return usageError(consistencySynopsis, "give --proof FILE or --log URL, not both")
 	}
-	older, err := readInput("old checkpoint", pos[0])
-	if err != nil {
-		return inputError(err)
+	var cps [2][]byte
+	for i, what := range []string{"old checkpoint", "new checkpoint"} {
+		if cps[i], err = readInput(what, pos[i]); err != nil {
+			return inputError(err)
+		}
+		if bytes.HasPrefix(cps[i], []byte("c2sp.org/tlog-proof@v1\n")) {
+			return inputError(fmt.Errorf("%s: this file is a tlog-proof, not a checkpoint (the %s)", pos[i], what),
+				"a checkpoint is the log's signed note: the origin, the tree size and the root hash, then its signatures (GET /checkpoint or /v1/checkpoints/{size}); a tlog-proof carries one after its first empty line")
+		}
 	}
-	newer, err := readInput("new checkpoint", pos[1])
-	if err != nil {
-		return inputError(err)
-	}
+	older, newer := cps[0], cps[1]
 	p, err := readTlogPolicy(*policyFlag)
 	if err != nil {
 		return inputError(err)
 	}
 	// The proof is needed only between two checkpoints that open, of
-	// sizes 0 < old < new; otherwise the report says why without one.
+	// sizes 0 < old < new; otherwise the report says why without one
+	// (equal sizes: the roots must be equal).
 	var proof [][]byte
 	oc, err1 := verifier.OpenCheckpoint(p, older)
 	nc, err2 := verifier.OpenCheckpoint(p, newer)
 	if err1 == nil && err2 == nil && oc.Size > 0 && oc.Size < nc.Size {
-		if *proofFlag != "" {
+		switch {
+		case *proofFlag != "":
 			b, err := readInput("consistency proof", *proofFlag)
 			if err != nil {
 				return inputError(err)
@@ -628,7 +634,7 @@ func verifyConsistency(args []string) error {
 			if proof, err = backend.ParseConsistencyAnswer(b, oc.Size, nc.Size); err != nil {
 				return inputError(fmt.Errorf("%s: %w", *proofFlag, err))
 			}
-		} else {
+		case *logFlag != "":
 			src, err := backend.NewHTTP(*logFlag, nil)
 			if err != nil {
 				return usageError(consistencySynopsis, err.Error())
@@ -638,9 +644,17 @@ func verifyConsistency(args []string) error {
 			if proof, err = src.ConsistencyProof(ctx, oc.Size, nc.Size); err != nil {
 				return inputError(err, "check --log; the log serves proofs only up to its published size")
 			}
+		default:
+			return usageError(consistencySynopsis, fmt.Sprintf("from size %d to %d a consistency proof is needed: give --proof FILE or --log URL", oc.Size, nc.Size))
 		}
 	}
-	return finish(verifier.VerifyCheckpoints(p, older, newer, proof), stdout())
+	rep := verifier.VerifyCheckpoints(p, older, newer, proof)
+	err = finish(rep, stdout())
+	if rep.Fork != nil && rep.Fork.Kind == verifier.ForkRollback {
+		fmt.Fprintf(stderr(), "memtrail: hint: OLD_CHECKPOINT (size %d) is larger than NEW_CHECKPOINT (size %d): if %s is the newer one, the arguments are swapped — the older checkpoint comes first\n",
+			*rep.OldSize, *rep.NewSize, pos[0])
+	}
+	return err
 }
 
 const logSynopsis = "memtrail verify log (--log URL | --data DIR) --policy TLOG_POLICY --trust FILE [--at TIME] [--grace DURATION] [--state FILE] [--json FILE]"

@@ -241,14 +241,25 @@ func TestVerifyCompactionCommand(t *testing.T) {
 // vtLog is a memtrail log with its policy and trust files.
 type vtLog struct {
 	dir, policy, trust string
+	skey               string
 	l                  *mlog.Log
 	s                  *gen.Signers
 }
 
 func newVTLog(t *testing.T) *vtLog {
 	t.Helper()
+	skey, _, err := mlog.GenerateLogKey("memtrail.test/verify")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newVTLogWithKey(t, skey)
+}
+
+// newVTLogWithKey opens a log signing with skey.
+func newVTLogWithKey(t *testing.T, skey string) *vtLog {
+	t.Helper()
 	dir := t.TempDir()
-	skey, vkey, err := mlog.GenerateLogKey("memtrail.test/verify")
+	vkey, err := mlog.VerifierKey(skey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +271,7 @@ func newVTLog(t *testing.T) *vtLog {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close(context.Background()) })
-	return &vtLog{dir: dir, l: l, s: s,
+	return &vtLog{dir: dir, l: l, s: s, skey: skey,
 		policy: writeFile(t, dir, "log.policy", []byte("log "+vkey+"\nquorum none\n")),
 		trust:  writeFile(t, dir, "trust.json", receipts.MarshalTrust(tr))}
 }
@@ -715,5 +726,57 @@ func TestVerifyPolicyHints(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestVerifyConsistencyInputs: a tlog-proof given as a checkpoint is named
+// as such, swapped arguments get a hint, and equal sizes need no proof.
+func TestVerifyConsistencyInputs(t *testing.T) {
+	tl := newVTLog(t)
+	ctx := context.Background()
+	tl.add(t, tl.projection(t, "urn:p:a"), tl.projection(t, "urn:p:b"))
+	old, _, _ := tl.l.Checkpoint(ctx)
+	tl.add(t, tl.projection(t, "urn:p:c"))
+	newer, _, _ := tl.l.Checkpoint(ctx)
+	proof, err := tl.l.LatestInclusionProof(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	of := writeFile(t, tl.dir, "old.checkpoint", old)
+	nf := writeFile(t, tl.dir, "new.checkpoint", newer)
+	pf := writeFile(t, tl.dir, "p.tlog-proof", proof)
+	srv := httptest.NewServer(api.New(tl.l, api.Config{Logger: vtQuietLogger()}).Handler())
+	defer srv.Close()
+
+	code, out, errOut := runVerifyCmd(t, "consistency", of, pf, "--policy", tl.policy, "--log", srv.URL)
+	if code != 2 || !strings.Contains(errOut, "is a tlog-proof, not a checkpoint") || strings.Contains(out, "checkpoint_invalid") {
+		t.Errorf("tlog-proof as NEW_CHECKPOINT: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runVerifyCmd(t, "consistency", nf, of, "--policy", tl.policy, "--log", srv.URL)
+	if code != 1 || vtResult(t, out) != "log_rollback" || !strings.Contains(errOut, "arguments are swapped") {
+		t.Errorf("swapped: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := runVerifyCmd(t, "consistency", of, nf, "--policy", tl.policy, "--log", srv.URL); code != 0 || strings.Contains(errOut, "swapped") {
+		t.Errorf("in order: exit %d\n%s", code, errOut)
+	}
+	// Equal sizes: no proof needed; the same root is consistent.
+	code, out, errOut = runVerifyCmd(t, "consistency", nf, nf, "--policy", tl.policy)
+	if code != 0 || vtResult(t, out) != "VALID" {
+		t.Errorf("equal checkpoints: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// A proof is still needed when the old tree is smaller.
+	if code, _, errOut := runVerifyCmd(t, "consistency", of, nf, "--policy", tl.policy); code != 2 || !strings.Contains(errOut, "consistency proof is needed") {
+		t.Errorf("no proof source: exit %d\n%s", code, errOut)
+	}
+	// Equal sizes, different roots: a fork, with both checkpoints. The
+	// log's key signs a checkpoint of another tree of the same size.
+	skey := tl.skey
+	fork := newVTLogWithKey(t, skey)
+	fork.add(t, fork.projection(t, "urn:p:x"), fork.projection(t, "urn:p:y"), fork.projection(t, "urn:p:z"))
+	forked, _, _ := fork.l.Checkpoint(ctx)
+	ff := writeFile(t, tl.dir, "fork.checkpoint", forked)
+	code, out, errOut = runVerifyCmd(t, "consistency", nf, ff, "--policy", tl.policy)
+	if code != 1 || vtResult(t, out) != "log_fork" || !strings.Contains(out, `"same_size_different_root"`) {
+		t.Errorf("same size, other root: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
