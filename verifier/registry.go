@@ -195,13 +195,19 @@ const MaxRegistrySize = 1 << 30
 
 const docRegistry = "projection registry"
 
-// ParseRegistry parses a registry file strictly. An empty input is an
-// empty registry (a file not yet written). Errors are *[InputError] and
-// match [ErrMalformed].
+// NewRegistryFile returns an empty registry, for a registry file not yet
+// written.
+func NewRegistryFile() *RegistryFile { return &RegistryFile{ids: map[string]int{}} }
+
+// ParseRegistry parses a registry file strictly. A registry file always
+// has its header line, so an empty input is refused: it is most likely a
+// truncated registry, and reading it as an empty one would let every id be
+// used again. (A registry not yet written is [NewRegistryFile].) Errors
+// are *[InputError] and match [ErrMalformed].
 func ParseRegistry(data []byte) (*RegistryFile, error) {
-	f := &RegistryFile{ids: map[string]int{}}
+	f := NewRegistryFile()
 	if len(data) == 0 {
-		return f, nil
+		return nil, &InputError{Document: docRegistry, Reason: "is empty, without even its header line (a truncated registry?); a new registry is started by giving a path that does not exist yet"}
 	}
 	if len(data) > MaxRegistrySize {
 		return nil, &InputError{Document: docRegistry, Reason: "larger than 1 GiB"}

@@ -453,6 +453,15 @@ func verifyProjection(args []string) error {
 		if rep != nil {
 			fmt.Fprint(stderr(), rep.Summary())
 		}
+		switch {
+		case *registryFlag != "" && errors.Is(err, verifier.ErrMalformed):
+			return inputError(err, "the record was not registered: "+*registryFlag+" is not a projection registry (docs/verify.md, \"Single use\"); a registry that does not parse is never reset — restore it or fix the line named",
+				"to start a new registry, give a path that does not exist yet: it is created at the first registration")
+		case *registryFlag != "" && errors.Is(err, os.ErrNotExist):
+			return inputError(err, "the record was not registered: the directory of --registry must exist (it holds the registry, its lock and its temporary file)")
+		case *registryFlag != "" && errors.Is(err, os.ErrPermission):
+			return inputError(err, "the record was not registered: --registry, its lock file and its directory must be writable")
+		}
 		return inputError(err, "the record was not registered; run the verification again once the registry answers")
 	}
 	return finish(rep, stdout())

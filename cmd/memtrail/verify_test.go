@@ -780,3 +780,36 @@ func TestVerifyConsistencyInputs(t *testing.T) {
 		t.Errorf("same size, other root: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestVerifyRegistryFileErrors: a registry that does not parse, even an
+// empty one, is an error with a hint that fits, and is left as it was.
+func TestVerifyRegistryFileErrors(t *testing.T) {
+	dir, record, pins, _, _ := vtInteropFiles(t)
+	at := "2026-07-29T17:01:00Z"
+	for name, c := range map[string]struct {
+		content string
+		want    []string
+	}{
+		"malformed": {"not a registry\n", []string{"is not a projection registry", "never reset", "path that does not exist yet"}},
+		"empty":     {"", []string{"is empty", "path that does not exist yet"}},
+	} {
+		reg := writeFile(t, dir, name+".reg", []byte(c.content))
+		code, out, errOut := runVerifyCmd(t, "projection", record, "--adapters", pins, "--at", at, "--registry", reg)
+		if code != 2 || out != "" || strings.Contains(errOut, "once the registry answers") {
+			t.Errorf("%s: exit %d\n%s\n%s", name, code, out, errOut)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%s: %q missing from\n%s", name, w, errOut)
+			}
+		}
+		if string(vtRead(t, reg)) != c.content {
+			t.Errorf("%s: the registry was rewritten: %q", name, vtRead(t, reg))
+		}
+	}
+	// A path that does not exist yet starts a new registry.
+	reg := filepath.Join(dir, "new.reg")
+	if code, out, errOut := runVerifyCmd(t, "projection", record, "--adapters", pins, "--at", at, "--registry", reg); code != 0 {
+		t.Errorf("new registry: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

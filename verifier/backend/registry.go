@@ -42,7 +42,8 @@ type FileRegistry struct {
 var _ verifier.Registry = (*FileRegistry)(nil)
 
 // NewFileRegistry returns the registry kept in the file at path (created
-// on first registration).
+// on first registration, when no file is there; an existing file, even an
+// empty one, must parse).
 func NewFileRegistry(path string) *FileRegistry { return &FileRegistry{path: path} }
 
 // Register registers id, used by the record with canonical bytes record,
@@ -53,13 +54,19 @@ func (r *FileRegistry) Register(ctx context.Context, id string, record []byte, a
 		return nil, fmt.Errorf("couldn't lock the registry %s: %w", r.path, err)
 	}
 	defer unlock()
+	var f *verifier.RegistryFile
 	data, err := os.ReadFile(r.path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		f = verifier.NewRegistryFile()
+	case err != nil:
 		return nil, fmt.Errorf("couldn't read the registry: %w", err)
-	}
-	f, err := verifier.ParseRegistry(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", r.path, err)
+	default:
+		// An existing file must parse, even an empty one: a registry
+		// that does not parse is an error, never a reset.
+		if f, err = verifier.ParseRegistry(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.path, err)
+		}
 	}
 	if e, dup := f.Lookup(id); dup {
 		return nil, &verifier.ReplayError{ProjectionID: id, First: verifier.Registration{Registry: r.path, ProjectionID: id,
