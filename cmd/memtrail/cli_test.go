@@ -265,3 +265,60 @@ func TestCLISubmitLocalRefusals(t *testing.T) {
 		t.Errorf("submit -h does not say what happens to a file that cannot be sent:\n%s%s", out, errOut)
 	}
 }
+
+// TestCLIFlagsAnywhere: sign, submit and proof take flags before or after
+// their arguments, and "--" ends the flags.
+func TestCLIFlagsAnywhere(t *testing.T) {
+	cl := newCLILog(t, 100*time.Millisecond, 5*time.Second, nil)
+	writeFile(t, cl.dir, "a.txt", []byte("first memory\n"))
+	writeFile(t, cl.dir, "-b.txt", []byte("second memory\n"))
+	fragments := func(rec string) int {
+		t.Helper()
+		r, err := receipts.ParseProjectionRecord([]byte(rec))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, rec)
+		}
+		return len(r.Delivered)
+	}
+	for _, tc := range []struct {
+		args []string
+		n    int
+	}{
+		{[]string{"a.txt", "--key", cl.adapter}, 1},
+		{[]string{"--key", cl.adapter, "a.txt", "--id", "urn:x:1"}, 1},
+		{[]string{"--key", cl.adapter, "--", "-b.txt"}, 1},
+		{[]string{"--key", cl.adapter, "--", "a.txt", "-b.txt"}, 2},
+		{[]string{"a.txt", "--key", cl.adapter, "--", "-b.txt", "a.txt"}, 3},
+		{[]string{"--material-out", "--", "--key", cl.adapter, "a.txt"}, 1}, // "--" as a flag's value
+	} {
+		code, out, errOut := runCLI(t, cl.dir, append([]string{"sign", "projection"}, tc.args...)...)
+		if code != 0 {
+			t.Errorf("sign projection %v: exit %d\n%s", tc.args, code, errOut)
+			continue
+		}
+		if n := fragments(out); n != tc.n {
+			t.Errorf("sign projection %v: %d fragments, want %d", tc.args, n, tc.n)
+		}
+	}
+	code, out, errOut := runCLI(t, cl.dir, "sign", "projection", "a.txt", "--key", cl.adapter)
+	if code != 0 {
+		t.Fatalf("sign: exit %d\n%s", code, errOut)
+	}
+	writeFile(t, cl.dir, "p.json", []byte(out))
+	writeFile(t, cl.dir, "-t.json", nil)
+	code, out, errOut = runCLI(t, cl.dir, "submit", "p.json", "--log", cl.url, "--json", "--", "-t.json")
+	if code != 1 || !strings.Contains(out, `"file":"p.json","sent":true`) || !strings.Contains(out, `"file":"-t.json"`) {
+		t.Errorf("submit with flags after the files: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, cl.dir, "sign", "tombstone", "--item", receipts.Digest([]byte("gone")), "--id", "urn:t:1", "--key", cl.is)
+	if code != 0 {
+		t.Fatalf("sign tombstone: exit %d\n%s", code, errOut)
+	}
+	writeFile(t, cl.dir, "t.json", []byte(out))
+	if code, out, errOut := runCLI(t, cl.dir, "submit", "t.json", "--wait", "--log", cl.url); code != 0 {
+		t.Fatalf("submit t.json --wait: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, cl.dir, "proof", "--index", "1", "stray", "--log", cl.url); code != 2 || out != "" {
+		t.Errorf("proof with a stray argument: exit %d, want 2\n%s%s", code, out, errOut)
+	}
+}

@@ -166,3 +166,31 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// parseArgs parses flags that may come before or after the positional
+// arguments, as the verify commands do (parseInterleaved), and returns the
+// positional arguments. "--" ends the flags: every argument after it is
+// positional, even one that starts with "-".
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	before, after := args, []string(nil)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			before, after = args[:i], args[i+1:]
+			break
+		}
+		if len(a) < 2 || a[0] != '-' || strings.Contains(a, "=") {
+			continue
+		}
+		if f := fs.Lookup(strings.TrimLeft(a, "-")); f != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+				i++ // the flag's value, which may be "--"
+			}
+		}
+	}
+	pos, err := parseInterleaved(fs, before)
+	if err != nil {
+		return nil, err
+	}
+	return append(pos, after...), nil
+}

@@ -42,7 +42,8 @@ func runProof(args []string) error {
 	compFlag := fs.String("compaction", "", "compaction_event_id")
 	sizeFlag := fs.Uint64("size", 0, "prove against the published checkpoint of this size")
 	outFlag := fs.String("o", "", "write the proof to this file")
-	if err := parseFlags(fs, args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
 	n := 0
@@ -51,7 +52,7 @@ func runProof(args []string) error {
 			n++
 		}
 	}
-	if *logFlag == "" || n != 1 || fs.NArg() != 0 {
+	if *logFlag == "" || n != 1 || len(pos) != 0 {
 		fmt.Fprint(os.Stderr, "Usage: memtrail proof --log URL (--index N | --projection ID | --compaction ID) [--size N] [-o FILE]\n")
 		if n > 1 {
 			fmt.Fprint(os.Stderr, "memtrail: hint: give exactly one of --index, --projection and --compaction\n")

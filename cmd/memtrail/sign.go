@@ -50,6 +50,7 @@ label that is not in the lattice is refused (the log would rank it top).
 A superseding compaction names the compaction it replaces and the purged
 items its Bloom filter must hold.
 
+Flags may come before or after the FRAGMENT files; "--" ends the flags.
 Ids default to fresh urn:uuid values. The receipt is written to standard
 output. The command exits 0 if it wrote a receipt and 1 otherwise.
 
@@ -127,7 +128,8 @@ func signProjection(args []string) error {
 	policyFlag := fs.String("selection-policy", "", "file holding the selection policy bytes (default empty)")
 	snapshotFlag := fs.String("trust-snapshot", "", "file holding the trust snapshot bytes (default empty)")
 	materialFlag := fs.String("material-out", "", "write the verification material to this file")
-	if err := parseFlags(fs, args); err != nil {
+	fragments, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
 	priv, err := readKey(*keyFlag)
@@ -151,7 +153,7 @@ func signProjection(args []string) error {
 		return err
 	}
 	var frags []receipts.Fragment
-	for _, path := range fs.Args() {
+	for _, path := range fragments {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
@@ -296,10 +298,11 @@ func signCompaction(args []string) error {
 	latticeFlag := fs.String("lattice", "", "the sensitivity labels, lowest first, separated by commas")
 	var purged stringList
 	fs.Var(&purged, "purged", "digest of an item purged since the superseded compaction (repeatable)")
-	if err := parseFlags(fs, args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if *manifestFlag == "" || fs.NArg() != 0 || (*trustFlag != "" && *latticeFlag != "") {
+	if *manifestFlag == "" || len(pos) != 0 || (*trustFlag != "" && *latticeFlag != "") {
 		fmt.Fprint(os.Stderr, "Usage: memtrail sign compaction --key KEY.pem --manifest FILE [--id URI] [--output FILE] [--trust FILE | --lattice L1,L2,...] [--supersedes ID --purged DIGEST...]\n")
 		if *trustFlag != "" && *latticeFlag != "" {
 			fmt.Fprint(os.Stderr, "memtrail: hint: give --trust or --lattice, not both\n")
@@ -350,10 +353,11 @@ func signTombstone(args []string) error {
 	idFlag := fs.String("id", "", "tombstone_id (default a fresh urn:uuid)")
 	reasonFlag := fs.String("reason", "regulatory_erasure", "regulatory_erasure, retention_expiry or owner_request")
 	atFlag := fs.Int64("purged-at", 0, "purge time in Unix seconds (default now)")
-	if err := parseFlags(fs, args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if *itemFlag == "" || fs.NArg() != 0 {
+	if *itemFlag == "" || len(pos) != 0 {
 		fmt.Fprint(os.Stderr, "Usage: memtrail sign tombstone --key KEY.pem --item DIGEST [--id URI] [--reason REASON] [--purged-at UNIX]\n")
 		return errUsage
 	}

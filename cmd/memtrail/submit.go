@@ -33,6 +33,8 @@ up to a minute for a checkpoint (its witnesses may be slow or down); an
 entry it logged without a proof is reported with "no proof yet", and the
 command says how to fetch the proof later with "memtrail proof".
 
+Flags may come before or after the FILE arguments; "--" ends the flags.
+
 One line per file reports where it was logged or why it was refused (--json
 writes the server's answers as JSON lines instead, with "sent": true). A
 file that cannot be read, is empty or is not a JSON receipt is checked here
@@ -68,10 +70,11 @@ func runSubmit(args []string) error {
 	proofDirFlag := fs.String("proof-dir", "", "write each entry's tlog-proof to this directory (implies --wait)")
 	jsonFlag := fs.Bool("json", false, "write the server's answers as JSON lines")
 	timeoutFlag := fs.Duration("timeout", 5*time.Minute, "give up on a request after this long")
-	if err := parseFlags(fs, args); err != nil {
+	files, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if *logFlag == "" || fs.NArg() == 0 {
+	if *logFlag == "" || len(files) == 0 {
 		fmt.Fprint(os.Stderr, "Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--json] FILE...\n")
 		return errUsage
 	}
@@ -86,7 +89,6 @@ func runSubmit(args []string) error {
 		}
 	}
 	client := &http.Client{Timeout: *timeoutFlag}
-	files := fs.Args()
 	results := make([]api.BatchResult, len(files))
 	notSent := make([]*api.Refusal, len(files)) // why a file was not sent
 	var send []int                              // the files to send
