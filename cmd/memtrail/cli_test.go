@@ -322,3 +322,28 @@ func TestCLIFlagsAnywhere(t *testing.T) {
 		t.Errorf("proof with a stray argument: exit %d, want 2\n%s%s", code, out, errOut)
 	}
 }
+
+// TestCLILogURL: a --log that is not an http(s) URL is a usage error (exit
+// 2), with a hint when only the scheme is missing.
+func TestCLILogURL(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"submit", "--log", "127.0.0.1:8080", "p.json"},
+		{"proof", "--log", "127.0.0.1:8080", "--index", "0"},
+	} {
+		code, out, errOut := runCLI(t, dir, args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, "did you mean http://127.0.0.1:8080?") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	for _, args := range [][]string{
+		{"submit", "--log", "ftp://example.com", "p.json"},
+		{"submit", "--log", "localhost:8080", "p.json"},
+		{"proof", "--log", "http://", "--index", "0"},
+		{"proof", "--log", "http://example.com/?x=1", "--index", "0"},
+	} {
+		if code, out, errOut := runCLI(t, dir, args...); code != 2 || !strings.Contains(errOut, "--log") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+}

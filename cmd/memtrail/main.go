@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"sort"
@@ -50,6 +51,15 @@ func register(c *command) {
 // errUsage is returned by a command whose arguments were wrong; it has
 // already printed its synopsis.
 var errUsage = errors.New("usage error")
+
+// badUsage is a usage error with a message (and perhaps hints) to print
+// instead of the synopsis; the command exits 2.
+type badUsage struct{ err error }
+
+func (e *badUsage) Error() string { return e.err.Error() }
+func (e *badUsage) Unwrap() error { return e.err }
+
+func badUsageError(err error) error { return &badUsage{err: err} }
 
 // exitError carries an exit status chosen by a command (for example 1 for a
 // refused verification) without printing anything more.
@@ -82,12 +92,16 @@ func run(args []string, stderr io.Writer) int {
 	}
 	err := c.run(args[1:])
 	var ee exitError
+	var ue *badUsage
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
+		return 2
+	case errors.As(err, &ue):
+		printError(stderr, err)
 		return 2
 	case errors.As(err, &ee):
 		return ee.code
@@ -193,4 +207,17 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		return nil, err
 	}
 	return append(pos, after...), nil
+}
+
+// parseLogURL parses a --log flag: an http or https base URL. Anything
+// else is a usage error, with a hint.
+func parseLogURL(s string) (*url.URL, error) {
+	if !strings.Contains(s, "://") {
+		return nil, badUsageError(withHint(fmt.Errorf("--log %q is not a URL: it has no scheme", s), "did you mean http://"+s+"?"))
+	}
+	u, err := url.Parse(strings.TrimRight(s, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, badUsageError(withHint(fmt.Errorf("bad --log URL %q", s), "use the log's base URL, such as http://127.0.0.1:8080"))
+	}
+	return u, nil
 }

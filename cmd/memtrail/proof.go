@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"encoding/json"
@@ -59,7 +58,11 @@ func runProof(args []string) error {
 		}
 		return errUsage
 	}
-	base := strings.TrimRight(*logFlag, "/")
+	logURL, err := parseLogURL(*logFlag)
+	if err != nil {
+		return err
+	}
+	base := logURL.String()
 	client := &http.Client{Timeout: time.Minute}
 	index := *indexFlag
 	if index < 0 {

@@ -78,9 +78,9 @@ func runSubmit(args []string) error {
 		fmt.Fprint(os.Stderr, "Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--json] FILE...\n")
 		return errUsage
 	}
-	base, err := url.Parse(strings.TrimRight(*logFlag, "/"))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") {
-		return withHint(fmt.Errorf("bad --log URL %q", *logFlag), "use the log's base URL, such as http://127.0.0.1:8080")
+	base, err := parseLogURL(*logFlag)
+	if err != nil {
+		return err
 	}
 	wait := *waitFlag || *proofDirFlag != ""
 	if *proofDirFlag != "" {
