@@ -41,7 +41,9 @@ types, enumerations, the drafts' parser invariants — and the signature,
 under pinned adapter keys (--adapters, or a --trust file's adapters) for a
 projection record, and under a trust file's compactor or issuer keys, or
 raw public keys (--key), for an ECCR or a tombstone. Its report is
-{"result":"VALID","kind":…,"id":…} or {"result":"<code>","member":…,"detail":…}.
+{"result":"VALID","kind":…,"id":…,"checks":[…]} or
+{"result":"<code>","kind":…,"id":…,"member":…,"detail":…,"checks":[…]}, where
+kind is the receipt's kind and the checks are structure and signature.
 
 "projection" runs the whole verifier algorithm of the Memory Projection
 Record draft (§7): member sets, the pinned adapter key and its signature,
@@ -155,8 +157,8 @@ func inputError(err error, hints ...string) error {
 	return exitError{2}
 }
 
-// usageError prints the synopsis of a subcommand and a hint: exit 2.
-func usageError(synopsis string, hints ...string) error {
+// synopsisError prints the synopsis of a subcommand and a hint: exit 2.
+func synopsisError(synopsis string, hints ...string) error {
 	fmt.Fprintf(stderr(), "Usage: %s\n", synopsis)
 	for _, h := range hints {
 		fmt.Fprintf(stderr(), "memtrail: hint: %s\n", h)
@@ -391,13 +393,13 @@ func verifyProjection(args []string) error {
 	}
 	switch {
 	case len(pos) != 1 || *adaptersFlag == "":
-		return usageError(projectionSynopsis)
+		return synopsisError(projectionSynopsis)
 	case *registryFlag != "" && *logFlag != "":
-		return usageError(projectionSynopsis, "give --registry or --log, not both: each is a registry of single use")
+		return synopsisError(projectionSynopsis, "give --registry or --log, not both: each is a registry of single use")
 	case *logFlag != "" && *logPolicyFlag == "":
-		return usageError(projectionSynopsis, "--log needs --log-policy TLOG_POLICY, the log's C2SP tlog-policy (as \"verify proof --policy\" takes): single use against a log is accepted only with an inclusion proof of the record in a checkpoint that satisfies it")
+		return synopsisError(projectionSynopsis, "--log needs --log-policy TLOG_POLICY, the log's C2SP tlog-policy (as \"verify proof --policy\" takes): single use against a log is accepted only with an inclusion proof of the record in a checkpoint that satisfies it")
 	case *logPolicyFlag != "" && *logFlag == "":
-		return usageError(projectionSynopsis, "--log-policy is the tlog-policy of the --log; give it with --log URL")
+		return synopsisError(projectionSynopsis, "--log-policy is the tlog-policy of the --log; give it with --log URL")
 	}
 	if *registryFlag != "" {
 		if err := checkWritable("--registry", *registryFlag); err != nil {
@@ -443,7 +445,7 @@ func verifyProjection(args []string) error {
 			return inputError(err)
 		}
 		if opts.Registry, err = backend.NewLogRegistry(*logFlag, tp, nil); err != nil {
-			return usageError(projectionSynopsis, err.Error())
+			return synopsisError(projectionSynopsis, err.Error())
 		}
 	}
 	ctx, stop := signalContext()
@@ -485,11 +487,11 @@ func verifyCompaction(args []string) error {
 	}
 	switch {
 	case len(pos) != 1:
-		return usageError(compactionSynopsis)
+		return synopsisError(compactionSynopsis)
 	case (*trustFlag == "") == (len(keyFlags) == 0):
-		return usageError(compactionSynopsis, "give either --trust or --key: the signature is checked under one of them")
+		return synopsisError(compactionSynopsis, "give either --trust or --key: the signature is checked under one of them")
 	case len(itemFlags) != len(proofFlags):
-		return usageError(compactionSynopsis, "each --item needs its --source-proof, in the same order")
+		return synopsisError(compactionSynopsis, "each --item needs its --source-proof, in the same order")
 	}
 	eccr, err := readInput("ECCR", pos[0])
 	if err != nil {
@@ -512,7 +514,7 @@ func verifyCompaction(args []string) error {
 	for _, k := range keyFlags {
 		pub, err := receipts.ParsePublicKey(k)
 		if err != nil || len(k) != 64 {
-			return usageError(compactionSynopsis, fmt.Sprintf("--key %s is not a valid Ed25519 public key in 64 lowercase hex digits", k))
+			return synopsisError(compactionSynopsis, fmt.Sprintf("--key %s is not a valid Ed25519 public key in 64 lowercase hex digits", k))
 		}
 		opts.RawKeys = append(opts.RawKeys, ed25519.PublicKey(pub))
 	}
@@ -529,7 +531,7 @@ func verifyCompaction(args []string) error {
 	}
 	for i, item := range itemFlags {
 		if !receipts.IsDigest(item) {
-			return usageError(compactionSynopsis, "--item takes an item digest, \"sha256:\" and 64 lowercase hex digits")
+			return synopsisError(compactionSynopsis, "--item takes an item digest, \"sha256:\" and 64 lowercase hex digits")
 		}
 		doc, err := readInput("source proof", proofFlags[i])
 		if err != nil {
@@ -578,7 +580,7 @@ func verifyProof(args []string) error {
 		return err
 	}
 	if len(pos) != 1 || *receiptFlag == "" || *policyFlag == "" {
-		return usageError(proofSynopsis)
+		return synopsisError(proofSynopsis)
 	}
 	proof, err := readInput("proof", pos[0])
 	if err != nil {
@@ -608,9 +610,9 @@ func verifyConsistency(args []string) error {
 	}
 	switch {
 	case len(pos) != 2 || *policyFlag == "":
-		return usageError(consistencySynopsis)
+		return synopsisError(consistencySynopsis)
 	case *proofFlag != "" && *logFlag != "":
-		return usageError(consistencySynopsis, "give --proof FILE or --log URL, not both")
+		return synopsisError(consistencySynopsis, "give --proof FILE or --log URL, not both")
 	}
 	var cps [2][]byte
 	for i, what := range []string{"old checkpoint", "new checkpoint"} {
@@ -646,7 +648,7 @@ func verifyConsistency(args []string) error {
 		case *logFlag != "":
 			src, err := backend.NewHTTP(*logFlag, nil)
 			if err != nil {
-				return usageError(consistencySynopsis, err.Error())
+				return synopsisError(consistencySynopsis, err.Error())
 			}
 			ctx, stop := signalContext()
 			defer stop()
@@ -654,7 +656,7 @@ func verifyConsistency(args []string) error {
 				return inputError(err, "check --log; the log serves proofs only up to its published size")
 			}
 		default:
-			return usageError(consistencySynopsis, fmt.Sprintf("from size %d to %d a consistency proof is needed: give --proof FILE or --log URL", oc.Size, nc.Size))
+			return synopsisError(consistencySynopsis, fmt.Sprintf("from size %d to %d a consistency proof is needed: give --proof FILE or --log URL", oc.Size, nc.Size))
 		}
 	}
 	rep := verifier.VerifyCheckpoints(p, older, newer, proof)
@@ -686,11 +688,11 @@ func verifyLog(args []string) error {
 	}
 	switch {
 	case len(pos) != 0 || *policyFlag == "" || *trustFlag == "":
-		return usageError(logSynopsis)
+		return synopsisError(logSynopsis)
 	case (*logFlag == "") == (*dataFlag == ""):
-		return usageError(logSynopsis, "give either --log URL or --data DIR")
+		return synopsisError(logSynopsis, "give either --log URL or --data DIR")
 	case *graceFlag < 0:
-		return usageError(logSynopsis, "--grace must not be negative")
+		return synopsisError(logSynopsis, "--grace must not be negative")
 	}
 	// The audit may take hours: find out now, not after it, that its
 	// results could not be saved.
@@ -715,7 +717,7 @@ func verifyLog(args []string) error {
 			return inputError(err, "--data takes the directory given to \"memtrail serve --data\"")
 		}
 	} else if src, err = backend.NewHTTP(*logFlag, nil); err != nil {
-		return usageError(logSynopsis, err.Error())
+		return synopsisError(logSynopsis, err.Error())
 	}
 	opts := verifier.AuditOptions{Policy: p, Trust: trust, At: atFlag.orNow(), Grace: *graceFlag, Workers: *workersFlag}
 	if *stateFlag != "" {

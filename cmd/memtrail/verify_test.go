@@ -813,3 +813,40 @@ func TestVerifyRegistryFileErrors(t *testing.T) {
 		t.Errorf("new registry: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestVerifyReceiptReportShape: verify receipt's report has checks, as
+// every report does, and keeps its result, kind and id.
+func TestVerifyReceiptReportShape(t *testing.T) {
+	_, record, pins, _, _ := vtInteropFiles(t)
+	type check struct{ Check, Outcome, Code string }
+	var rep struct {
+		Result, Kind, ID string
+		Checks           []check
+	}
+	code, out, _ := runVerifyCmd(t, "receipt", record, "--adapters", pins, "--at", "2026-07-29T17:01:00Z")
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v\n%s", code, err, out)
+	}
+	if rep.Result != "VALID" || rep.Kind != "projection" || rep.ID == "" || len(rep.Checks) != 2 ||
+		rep.Checks[0] != (check{"structure", "passed", ""}) || rep.Checks[1] != (check{"signature", "passed", ""}) {
+		t.Errorf("valid record: %+v", rep)
+	}
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.json", []byte(`{"a":1}`))
+	code, out, _ = runVerifyCmd(t, "receipt", bad, "--adapters", pins)
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 {
+		t.Fatalf("exit %d, %v\n%s", code, err, out)
+	}
+	if len(rep.Checks) != 2 || rep.Checks[0].Outcome != "failed" || rep.Checks[0].Code != rep.Result || rep.Checks[1].Outcome != "not_run" {
+		t.Errorf("unparsable receipt: %+v", rep)
+	}
+	revoked := writeFile(t, dir, "revoked.json", bytes.Replace(vtRead(t, pins), []byte(`"status": "active"`), []byte(`"status": "revoked"`), 1))
+	code, out, _ = runVerifyCmd(t, "receipt", record, "--adapters", revoked, "--at", "2026-07-29T17:01:00Z")
+	rep.Checks = nil
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 {
+		t.Fatalf("exit %d, %v\n%s", code, err, out)
+	}
+	if len(rep.Checks) != 2 || rep.Checks[0].Outcome != "passed" || rep.Checks[1] != (check{"signature", "failed", rep.Result}) {
+		t.Errorf("revoked key: %+v", rep)
+	}
+}

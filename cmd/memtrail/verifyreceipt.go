@@ -21,6 +21,9 @@ type receiptReport struct {
 	ID     string `json:"id,omitempty"`
 	Member string `json:"member,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// Checks are "structure" (strict parsing) and "signature" (the key
+	// and the signature), as in the other reports.
+	Checks []verifier.Check `json:"checks"`
 	file   string
 }
 
@@ -49,7 +52,9 @@ func (r *receiptReport) Summary() string {
 	return s + "\n"
 }
 
-func (r *receiptReport) refuse(err error) {
+// refuse records the failure of check (structure or signature); after a
+// structure failure the signature is not run.
+func (r *receiptReport) refuse(check string, err error) {
 	var e *receipts.Error
 	if errors.As(err, &e) {
 		r.Result, r.Member, r.Detail = string(e.Code), e.Member, e.Reason
@@ -59,9 +64,13 @@ func (r *receiptReport) refuse(err error) {
 			}
 			r.Detail += e.Err.Error()
 		}
-		return
+	} else {
+		r.Result, r.Detail = string(receipts.CodeRecordInvalid), err.Error()
 	}
-	r.Result, r.Detail = string(receipts.CodeRecordInvalid), err.Error()
+	r.Checks = append(r.Checks, verifier.Check{Check: check, Outcome: verifier.Failed, Code: receipts.Code(r.Result), Member: r.Member, Detail: r.Detail})
+	if check == verifier.CheckStructure {
+		r.Checks = append(r.Checks, verifier.Check{Check: verifier.CheckSignature, Outcome: verifier.NotRun, Detail: "the receipt did not parse"})
+	}
 }
 
 // verifyReceipt checks one receipt of any kind: strict parsing (member
@@ -81,7 +90,7 @@ func verifyReceipt(args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError(receiptSynopsis)
+		return synopsisError(receiptSynopsis)
 	}
 	raw, err := readInput("receipt", pos[0])
 	if err != nil {
@@ -107,7 +116,7 @@ func verifyReceipt(args []string) error {
 	for _, k := range keyFlags {
 		pub, err := receipts.ParsePublicKey(k)
 		if err != nil {
-			return usageError(receiptSynopsis, fmt.Sprintf("--key %s: %v", k, err))
+			return synopsisError(receiptSynopsis, fmt.Sprintf("--key %s: %v", k, err))
 		}
 		rawKeys = append(rawKeys, pub)
 	}
@@ -122,14 +131,14 @@ func verifyReceipt(args []string) error {
 	}
 	r, err := receipts.ParseReceipt(raw)
 	if err != nil {
-		rep.refuse(err)
+		rep.refuse(verifier.CheckStructure, err)
 		return finish(rep, stdout())
 	}
 	rep.Kind, rep.ID = string(r.Kind()), r.ID()
 	switch r := r.(type) {
 	case *receipts.ProjectionRecord:
 		if len(pins) == 0 {
-			return usageError(receiptSynopsis, "a projection record is checked under pinned adapter keys: give --adapters PINS.json or a --trust file with adapters")
+			return synopsisError(receiptSynopsis, "a projection record is checked under pinned adapter keys: give --adapters PINS.json or a --trust file with adapters")
 		}
 		err = receipts.VerifyProjectionSignature(r, pins, at)
 	case *receipts.Compaction:
@@ -138,12 +147,14 @@ func verifyReceipt(args []string) error {
 		err = verifyUnder(r.Signature.KID, issuers, rawKeys, at, "issuer", func(k receipts.Keyring) error { return r.VerifySignature(k, at) }, r.VerifySignatureWithKey)
 	}
 	if errors.Is(err, errNoKeys) {
-		return usageError(receiptSynopsis, fmt.Sprintf("a %s is checked under %s keys: give --trust FILE or --key HEX", r.Kind(), map[receipts.Kind]string{receipts.KindCompaction: "compactor", receipts.KindTombstone: "issuer"}[r.Kind()]))
+		return synopsisError(receiptSynopsis, fmt.Sprintf("a %s is checked under %s keys: give --trust FILE or --key HEX", r.Kind(), map[receipts.Kind]string{receipts.KindCompaction: "compactor", receipts.KindTombstone: "issuer"}[r.Kind()]))
 	}
+	rep.Checks = append(rep.Checks, verifier.Check{Check: verifier.CheckStructure, Outcome: verifier.Passed})
 	if err != nil {
-		rep.refuse(err)
+		rep.refuse(verifier.CheckSignature, err)
 	} else {
-		rep.Result = "VALID"
+		rep.Result = verifier.Valid
+		rep.Checks = append(rep.Checks, verifier.Check{Check: verifier.CheckSignature, Outcome: verifier.Passed, Detail: "signed by " + signedBy(r)})
 	}
 	return finish(rep, stdout())
 }
@@ -167,4 +178,17 @@ func verifyUnder(kid string, registered receipts.Keyring, raw []ed25519.PublicKe
 		}
 	}
 	return &receipts.Error{Code: receipts.CodeKeyNotPinned, Member: "signature.kid", Reason: fmt.Sprintf("no %s key given has kid %s", role, kid)}
+}
+
+// signedBy names the key a receipt's signature names.
+func signedBy(r receipts.Receipt) string {
+	switch r := r.(type) {
+	case *receipts.ProjectionRecord:
+		return "adapter key " + r.Adapter.KeyID + " of " + r.Adapter.ID
+	case *receipts.Compaction:
+		return "compactor key " + r.Signature.KID
+	case *receipts.Tombstone:
+		return "issuer key " + r.Signature.KID
+	}
+	return ""
 }
