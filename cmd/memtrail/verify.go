@@ -29,7 +29,7 @@ const verifyUsage = `Usage: memtrail verify <what> [flags] [arguments]
 	memtrail verify proof PROOF.tlog-proof --receipt R.json --policy TLOG_POLICY
 	memtrail verify consistency OLD_CHECKPOINT NEW_CHECKPOINT --policy TLOG_POLICY [--proof FILE | --log URL]
 	memtrail verify log (--log URL | --data DIR) --policy TLOG_POLICY --trust FILE [--at TIME]
-	        [--grace DURATION] [--state FILE] [--json FILE]
+	        [--grace DURATION] [--state FILE] [--json FILE] [--workers N]
 
 Verify memtrail's evidence offline, trusting nothing the log says: only the
 pinned keys, trust file and tlog-policy given on the command line.
@@ -107,7 +107,7 @@ func runVerify(args []string) error {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Print(verifyUsage)
+		fmt.Fprint(stdout(), verifyUsage)
 		return nil
 	case "receipt":
 		return verifyReceipt(args[1:])
@@ -668,7 +668,7 @@ func verifyConsistency(args []string) error {
 	return err
 }
 
-const logSynopsis = "memtrail verify log (--log URL | --data DIR) --policy TLOG_POLICY --trust FILE [--at TIME] [--grace DURATION] [--state FILE] [--json FILE]"
+const logSynopsis = "memtrail verify log (--log URL | --data DIR) --policy TLOG_POLICY --trust FILE [--at TIME] [--grace DURATION] [--state FILE] [--json FILE] [--workers N]"
 
 func verifyLog(args []string) error {
 	fs := newVerifyFlags("log")

@@ -850,3 +850,42 @@ func TestVerifyReceiptReportShape(t *testing.T) {
 		t.Errorf("revoked key: %+v", rep)
 	}
 }
+
+// TestVerifyHelpSynopses: each synopsis in "memtrail verify -h" and in a
+// subcommand's usage error names every flag the subcommand defines.
+func TestVerifyHelpSynopses(t *testing.T) {
+	code, out, _ := runVerifyCmd(t, "-h")
+	if code != 0 {
+		t.Fatalf("verify -h: exit %d", code)
+	}
+	for _, c := range []struct {
+		name     string
+		synopsis string
+		flags    []string
+	}{
+		{"log", logSynopsis, []string{"--log", "--data", "--policy", "--trust", "--at", "--grace", "--state", "--json", "--workers N"}},
+		{"consistency", consistencySynopsis, []string{"--policy", "--proof", "--log"}},
+		{"compaction", compactionSynopsis, []string{"--trust", "--key", "--manifest", "--at", "--item", "--source-proof"}},
+		{"proof", proofSynopsis, []string{"--receipt", "--policy"}},
+		{"receipt", receiptSynopsis, []string{"--adapters", "--trust", "--key", "--at"}},
+	} {
+		var usage string
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "memtrail verify "+c.name+" ") {
+				usage = line
+			} else if usage != "" && strings.HasPrefix(line, "\t        ") {
+				usage += line
+			} else if usage != "" {
+				break
+			}
+		}
+		for _, f := range c.flags {
+			if !strings.Contains(usage, f) {
+				t.Errorf("verify -h, %s: %q missing from %q", c.name, f, usage)
+			}
+			if !strings.Contains(c.synopsis, f) {
+				t.Errorf("%s synopsis: %q missing from %q", c.name, f, c.synopsis)
+			}
+		}
+	}
+}
