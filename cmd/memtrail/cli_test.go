@@ -347,3 +347,44 @@ func TestCLILogURL(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIExitStatus: each producer command's -h states the exit statuses
+// (2 for a usage error), and they are what it exits with.
+func TestCLIExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	for _, cmd := range []string{"sign", "submit", "proof", "keygen"} {
+		code, out, errOut := runCLI(t, dir, cmd, "-h")
+		if text := strings.Join(strings.Fields(out+errOut), " "); code != 0 || !strings.Contains(text, "The command exits 0 if") || !strings.Contains(text, ", and 2 on a usage error") {
+			t.Errorf("%s -h (exit %d) does not say it exits 2 on a usage error:\n%s%s", cmd, code, out, errOut)
+		}
+	}
+	existing := writeFile(t, dir, "existing.pem", []byte("x"))
+	manifest := writeFile(t, dir, "m.txt", []byte(receipts.Digest([]byte("a"))+" PUBLIC\n"))
+	for _, tc := range []struct {
+		code int
+		args []string
+	}{
+		{2, []string{"sign"}},
+		{2, []string{"sign", "receipt"}},
+		{2, []string{"sign", "projection", "--bogus"}},
+		{2, []string{"sign", "projection", "a.txt"}},
+		{2, []string{"sign", "compaction", "--manifest", manifest}},
+		{2, []string{"sign", "compaction", "--key", existing, "--manifest", manifest, "--purged", receipts.Digest(nil)}},
+		{2, []string{"sign", "tombstone", "--key", existing}},
+		{1, []string{"sign", "tombstone", "--key", existing, "--item", receipts.Digest(nil)}},
+		{2, []string{"keygen"}},
+		{2, []string{"keygen", "--kind", "log", "--out", existing}},
+		{2, []string{"keygen", "--kind", "witness", "--out", filepath.Join(dir, "w")}},
+		{2, []string{"keygen", "--kind", "adapter", "--name", "urn:a:1", "--out", filepath.Join(dir, "a")}},
+		{2, []string{"keygen", "--kind", "bogus", "--out", existing}},
+		{1, []string{"keygen", "--kind", "compactor", "--out", existing}},
+		{2, []string{"proof", "--log", "http://127.0.0.1:1"}},
+		{2, []string{"proof", "--log", "http://127.0.0.1:1", "--index", "0", "--projection", "urn:x"}},
+		{1, []string{"proof", "--log", "http://127.0.0.1:1", "--index", "0"}},
+		{2, []string{"submit", "p.json"}},
+	} {
+		if code, out, errOut := runCLI(t, dir, tc.args...); code != tc.code {
+			t.Errorf("%v: exit %d, want %d\n%s%s", tc.args, code, tc.code, out, errOut)
+		}
+	}
+}

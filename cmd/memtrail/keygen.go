@@ -30,7 +30,9 @@ form the trust file or policy wants: the verifier key for log and witness
 keys, an adapter_pin for adapters, a trust-file key entry for compactors and
 issuers.
 
-The command exits 0 if it wrote a key and 1 otherwise.
+The command exits 0 if it wrote a key, 1 if it could not (FILE exists or
+cannot be written), and 2 on a usage error (a missing or unknown --kind, a
+missing --out, or a --name or --key-id the kind needs).
 
 Example:
 
@@ -55,14 +57,29 @@ func runKeygen(args []string) error {
 		fmt.Fprint(os.Stderr, "Usage: memtrail keygen --kind KIND --out FILE [--name NAME] [--key-id ID]\n")
 		return errUsage
 	}
+	// Usage errors first, so that they exit 2 whatever is at --out.
+	switch *kindFlag {
+	case "log":
+		if *nameFlag == "" {
+			return badUsageError(withHint(errors.New("a log key needs --name, the log's origin"), "for example --name example.com/log"))
+		}
+	case "witness":
+		if *nameFlag == "" {
+			return badUsageError(withHint(errors.New("a witness key needs --name"), "for example --name witness.example.com/w1"))
+		}
+	case "adapter":
+		if *nameFlag == "" || *keyIDFlag == "" {
+			return badUsageError(withHint(errors.New("an adapter key needs --name (the adapter id) and --key-id"), "for example --name urn:example:adapter:1 --key-id adapter-key-2026-12"))
+		}
+	case "compactor", "issuer":
+	default:
+		return badUsageError(withHint(fmt.Errorf("unknown key kind %q", *kindFlag), "use log, witness, adapter, compactor or issuer"))
+	}
 	if _, err := os.Stat(*outFlag); err == nil {
 		return withHint(fmt.Errorf("%s already exists", *outFlag), "keys are never overwritten; pick another --out")
 	}
 	switch *kindFlag {
 	case "log":
-		if *nameFlag == "" {
-			return withHint(errors.New("a log key needs --name, the log's origin"), "for example --name example.com/log")
-		}
 		skey, vkey, err := mlog.GenerateLogKey(*nameFlag)
 		if err != nil {
 			return err
@@ -73,9 +90,6 @@ func runKeygen(args []string) error {
 		fmt.Println(vkey)
 		return nil
 	case "witness":
-		if *nameFlag == "" {
-			return withHint(errors.New("a witness key needs --name"), "for example --name witness.example.com/w1")
-		}
 		skey, vkey, err := witness.GenerateKey(*nameFlag)
 		if err != nil {
 			return err
@@ -85,16 +99,10 @@ func runKeygen(args []string) error {
 		}
 		fmt.Println(vkey)
 		return nil
-	case "adapter", "compactor", "issuer":
-	default:
-		return withHint(fmt.Errorf("unknown key kind %q", *kindFlag), "use log, witness, adapter, compactor or issuer")
 	}
 	pub, priv, err := receipts.GenerateKey()
 	if err != nil {
 		return err
-	}
-	if *kindFlag == "adapter" && (*nameFlag == "" || *keyIDFlag == "") {
-		return withHint(errors.New("an adapter key needs --name (the adapter id) and --key-id"), "for example --name urn:example:adapter:1 --key-id adapter-key-2026-12")
 	}
 	if err := receipts.WritePrivateKeyFile(*outFlag, priv); err != nil {
 		return err

@@ -22,7 +22,9 @@ default the latest published checkpoint, or the one of size N. The proof is
 written to standard output or FILE; "memtrail verify proof" checks it
 offline.
 
-The command exits 0 if it wrote a proof and 1 otherwise.
+The command exits 0 if it wrote a proof, 1 if it could not (the log could
+not be reached, or has no such entry or published checkpoint), and 2 on a
+usage error.
 
 Example:
 

@@ -52,7 +52,10 @@ items its Bloom filter must hold.
 
 Flags may come before or after the FRAGMENT files; "--" ends the flags.
 Ids default to fresh urn:uuid values. The receipt is written to standard
-output. The command exits 0 if it wrote a receipt and 1 otherwise.
+output. The command exits 0 if it wrote a receipt, 1 if it could not (a key,
+file or manifest that cannot be read, a label not in the lattice, a value
+the receipt refuses), and 2 on a usage error (an unknown flag or kind, a
+missing --key, --manifest or --item, --purged without --supersedes).
 
 Example, against a fresh "memtrail serve" in the current directory:
 
@@ -96,7 +99,7 @@ func newUUID() string {
 
 func readKey(path string) (ed25519.PrivateKey, error) {
 	if path == "" {
-		return nil, withHint(errors.New("--key is required"), "the development keys of \"memtrail serve\" are in memtrail-data/dev/")
+		return nil, badUsageError(withHint(errors.New("--key is required"), "the development keys of \"memtrail serve\" are in memtrail-data/dev/"))
 	}
 	k, err := receipts.ReadPrivateKeyFile(path)
 	if errors.Is(err, receipts.ErrKeyFilePermissions) {
@@ -309,14 +312,14 @@ func signCompaction(args []string) error {
 		}
 		return errUsage
 	}
-	lattice, err := signLattice(*trustFlag, *latticeFlag)
+	if len(purged) > 0 && *supersedesFlag == "" {
+		return badUsageError(withHint(errors.New("--purged needs --supersedes"), "name the compaction this one replaces"))
+	}
+	priv, err := readKey(*keyFlag)
 	if err != nil {
 		return err
 	}
-	if len(purged) > 0 && *supersedesFlag == "" {
-		return withHint(errors.New("--purged needs --supersedes"), "name the compaction this one replaces")
-	}
-	priv, err := readKey(*keyFlag)
+	lattice, err := signLattice(*trustFlag, *latticeFlag)
 	if err != nil {
 		return err
 	}
