@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -385,6 +386,41 @@ func TestCLIExitStatus(t *testing.T) {
 	} {
 		if code, out, errOut := runCLI(t, dir, tc.args...); code != tc.code {
 			t.Errorf("%v: exit %d, want %d\n%s%s", tc.args, code, tc.code, out, errOut)
+		}
+	}
+}
+
+// TestCLIProofUnpublishedSize: "proof --size N" for a size the log never
+// published says which size it has and to use a published one or omit
+// --size.
+func TestCLIProofUnpublishedSize(t *testing.T) {
+	cl := newCLILog(t, 100*time.Millisecond, 5*time.Second, nil)
+	var files []string
+	for i := range 3 {
+		r, _, err := cl.s.Projection(fmt.Sprintf("urn:p:%d", i), time.Now().UTC(), 1, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, writeFile(t, cl.dir, fmt.Sprintf("p%d.json", i), r.Canonical()))
+	}
+	if code, out, errOut := runCLI(t, cl.dir, append([]string{"submit", "--wait", "--log", cl.url}, files...)...); code != 0 {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errOut)
+	}
+	var info api.LogInfo
+	if err := json.Unmarshal([]byte(httpGet(t, cl.url+"/v1/log")), &info); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, cl.dir, "proof", "--log", cl.url, "--index", "0", "--size", "999")
+	want := fmt.Sprintf("the latest is of size %d", info.TreeSize)
+	if code != 1 || out != "" || !strings.Contains(errOut, "no checkpoint of size 999") || !strings.Contains(errOut, want) ||
+		!strings.Contains(errOut, "memtrail: hint: use the size of a checkpoint the log published") || !strings.Contains(errOut, "omit --size") {
+		t.Errorf("proof --size 999: exit %d\n%s%s", code, out, errOut)
+	}
+	// A published size works, and so does no --size.
+	for _, args := range [][]string{{"--size", fmt.Sprint(info.TreeSize)}, nil} {
+		code, out, errOut := runCLI(t, cl.dir, append([]string{"proof", "--log", cl.url, "--index", "0"}, args...)...)
+		if code != 0 || !strings.HasPrefix(out, "c2sp.org/tlog-proof@v1\n") {
+			t.Errorf("proof %v: exit %d\n%s%s", args, code, out, errOut)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,7 +19,9 @@ const proofUsage = `Usage: memtrail proof --log URL (--index N | --projection ID
 
 Fetch the C2SP tlog-proof of one log entry: its index, inclusion path and
 the signed checkpoint (with witness cosignatures) it is proved against — by
-default the latest published checkpoint, or the one of size N. The proof is
+default the latest published checkpoint, or the one of size N (the log
+archives the checkpoints it publishes, so N must be a size it published a
+checkpoint at; GET /v1/log gives the latest). The proof is
 written to standard output or FILE; "memtrail verify proof" checks it
 offline.
 
@@ -83,6 +86,12 @@ func runProof(args []string) error {
 		u += "?size=" + strconv.FormatUint(*sizeFlag, 10)
 	}
 	body, err := get(client, u)
+	var lr *logRefusal
+	if errors.As(err, &lr) && lr.status == http.StatusNotFound && *sizeFlag > 0 {
+		if e := unpublishedSize(client, base, *sizeFlag); e != nil {
+			return e
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -104,13 +113,45 @@ func get(client *http.Client, u string) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		var r api.Refusal
-		if json.Unmarshal(body, &r) == nil && r.Code != "" {
-			return nil, fmt.Errorf("%s: %s", r.Code, r.Detail)
+		r := &logRefusal{status: resp.StatusCode}
+		if json.Unmarshal(body, &r.Refusal) != nil || r.Code == "" {
+			r.Refusal = api.Refusal{Code: resp.Status, Detail: fmt.Sprintf("%.200s", body)}
 		}
-		return nil, fmt.Errorf("%s: %.200s", resp.Status, body)
+		return nil, r
 	}
 	return body, nil
+}
+
+// logRefusal is a log's answer other than 200 OK.
+type logRefusal struct {
+	status int
+	api.Refusal
+}
+
+func (r *logRefusal) Error() string { return r.Code + ": " + r.Detail }
+
+// unpublishedSize explains a proof refused as not found at --size: when
+// the log has no checkpoint of that size, it says which sizes there are.
+// It returns nil when the checkpoint exists (the refusal was about
+// something else) or the log cannot tell.
+func unpublishedSize(client *http.Client, base string, size uint64) error {
+	if _, err := get(client, base+"/v1/checkpoints/"+strconv.FormatUint(size, 10)); err == nil {
+		return nil
+	} else if lr := (*logRefusal)(nil); !errors.As(err, &lr) || lr.status != http.StatusNotFound {
+		return nil
+	}
+	var info api.LogInfo
+	if getJSON(client, base+"/v1/log", &info) != nil {
+		return nil
+	}
+	latest := fmt.Sprintf("the latest is of size %d (GET %s/v1/log)", info.TreeSize, base)
+	var err error
+	if size > info.TreeSize {
+		err = fmt.Errorf("no checkpoint of size %d: the log has published none that large; %s", size, latest)
+	} else {
+		err = fmt.Errorf("no checkpoint of size %d: the log archives only the checkpoints it has published (GET /v1/checkpoints/{size}), and it published none of that size; %s", size, latest)
+	}
+	return withHint(err, fmt.Sprintf("use the size of a checkpoint the log published (such as %d), or omit --size to prove against the latest", info.TreeSize))
 }
 
 func getJSON(client *http.Client, u string, v any) error {
