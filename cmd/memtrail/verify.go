@@ -22,7 +22,7 @@ import (
 const verifyUsage = `Usage: memtrail verify <what> [flags] [arguments]
 
 	memtrail verify receipt FILE [--adapters PINS.json] [--trust FILE] [--key HEX]... [--at TIME]
-	memtrail verify projection RECORD.json --adapters PINS.json [--material MATERIAL.json]
+	memtrail verify projection RECORD.json (--adapters PINS.json | --trust FILE) [--material MATERIAL.json]
 	        [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL --log-policy TLOG_POLICY]
 	memtrail verify compaction ECCR.json (--trust FILE | --key HEX...) [--manifest M.json]
 	        [--at TIME] [--item DIGEST --source-proof FILE]...
@@ -46,7 +46,8 @@ raw public keys (--key), for an ECCR or a tombstone. Its report is
 kind is the receipt's kind and the checks are structure and signature.
 
 "projection" runs the whole verifier algorithm of the Memory Projection
-Record draft (§7): member sets, the pinned adapter key and its signature,
+Record draft (§7): member sets, the pinned adapter key (--adapters, and/or
+the adapters of a --trust file) and its signature,
 freshness and profiles under the verification policy, the digests of the
 request, policy and trust snapshot, the source objects, the native source
 results, every fragment and the projection bytes given in the material, and
@@ -318,6 +319,28 @@ func readAdapterPins(path string) ([]*receipts.AdapterPin, error) {
 	return pins, nil
 }
 
+// readPins returns the pinned adapter keys of a --trust file's adapters
+// and of an --adapters file, either of which may be "".
+func readPins(trustPath, adaptersPath string) ([]*receipts.AdapterPin, *receipts.Trust, error) {
+	var pins []*receipts.AdapterPin
+	var trust *receipts.Trust
+	if trustPath != "" {
+		t, err := readTrust(trustPath)
+		if err != nil {
+			return nil, nil, inputError(err)
+		}
+		trust, pins = t, append(pins, t.Adapters...)
+	}
+	if adaptersPath != "" {
+		p, err := readAdapterPins(adaptersPath)
+		if err != nil {
+			return nil, nil, err
+		}
+		pins = append(pins, p...)
+	}
+	return pins, trust, nil
+}
+
 func readTlogPolicy(path string) (*verifier.Policy, error) {
 	b, err := readInput("tlog-policy", path)
 	if err != nil {
@@ -375,11 +398,12 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt)
 }
 
-const projectionSynopsis = "memtrail verify projection RECORD.json --adapters PINS.json [--material MATERIAL.json] [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL --log-policy TLOG_POLICY]"
+const projectionSynopsis = "memtrail verify projection RECORD.json (--adapters PINS.json | --trust FILE) [--material MATERIAL.json] [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL --log-policy TLOG_POLICY]"
 
 func verifyProjection(args []string) error {
 	fs := newVerifyFlags("projection")
 	adaptersFlag := fs.String("adapters", "", "pinned adapter keys: one adapter_pin object or an array of them")
+	trustFlag := fs.String("trust", "", "trust file: its adapters are pinned adapter keys (with or instead of --adapters)")
 	materialFlag := fs.String("material", "", "verification material (interop verification_material shape)")
 	policyFlag := fs.String("policy", "", "verification policy (interop verification_policy shape)")
 	var atFlag timeFlag
@@ -392,8 +416,10 @@ func verifyProjection(args []string) error {
 		return err
 	}
 	switch {
-	case len(pos) != 1 || *adaptersFlag == "":
+	case len(pos) != 1:
 		return synopsisError(projectionSynopsis)
+	case *adaptersFlag == "" && *trustFlag == "":
+		return synopsisError(projectionSynopsis, "the record is checked under pinned adapter keys: give --adapters PINS.json or the log's --trust file (its adapters)")
 	case *registryFlag != "" && *logFlag != "":
 		return synopsisError(projectionSynopsis, "give --registry or --log, not both: each is a registry of single use")
 	case *logFlag != "" && *logPolicyFlag == "":
@@ -410,7 +436,7 @@ func verifyProjection(args []string) error {
 	if err != nil {
 		return inputError(err)
 	}
-	pins, err := readAdapterPins(*adaptersFlag)
+	pins, _, err := readPins(*trustFlag, *adaptersFlag)
 	if err != nil {
 		return err
 	}

@@ -867,6 +867,7 @@ func TestVerifyHelpSynopses(t *testing.T) {
 		{"consistency", consistencySynopsis, []string{"--policy", "--proof", "--log"}},
 		{"compaction", compactionSynopsis, []string{"--trust", "--key", "--manifest", "--at", "--item", "--source-proof"}},
 		{"proof", proofSynopsis, []string{"--receipt", "--policy"}},
+		{"projection", projectionSynopsis, []string{"--adapters", "--trust", "--material", "--policy", "--at", "--registry", "--log", "--log-policy"}},
 		{"receipt", receiptSynopsis, []string{"--adapters", "--trust", "--key", "--at"}},
 	} {
 		var usage string
@@ -887,5 +888,33 @@ func TestVerifyHelpSynopses(t *testing.T) {
 				t.Errorf("%s synopsis: %q missing from %q", c.name, f, c.synopsis)
 			}
 		}
+	}
+}
+
+// TestVerifyProjectionTrust: verify projection takes the log's trust file
+// for its adapter pins, as verify receipt does.
+func TestVerifyProjectionTrust(t *testing.T) {
+	tl := newVTLog(t)
+	record := writeFile(t, tl.dir, "p.json", tl.projection(t, "urn:p:trust").Receipt.Canonical())
+	code, out, errOut := runVerifyCmd(t, "projection", record, "--trust", tl.trust)
+	if code != 0 || vtResult(t, out) != "VALID" {
+		t.Fatalf("--trust: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// Another trust file pins another key under the same adapter and kid.
+	other := writeFile(t, tl.dir, "other.json", receipts.MarshalTrust(gen.Deterministic(40).Trust(time.Now().Add(-time.Hour))))
+	code, out, _ = runVerifyCmd(t, "projection", record, "--trust", other)
+	if code != 1 || vtResult(t, out) != "signature_invalid" {
+		t.Errorf("another trust file: exit %d\n%s", code, out)
+	}
+	// With --adapters as well, both sets of pins count.
+	_, _, pins, _, _ := vtInteropFiles(t)
+	if code, out, errOut := runVerifyCmd(t, "projection", record, "--trust", tl.trust, "--adapters", pins); code != 0 {
+		t.Errorf("--trust and --adapters: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := runVerifyCmd(t, "projection", record); code != 2 || !strings.Contains(errOut, "--trust") {
+		t.Errorf("no pins: exit %d\n%s", code, errOut)
+	}
+	if code, _, _ := runVerifyCmd(t, "projection", record, "--trust", pins); code != 2 {
+		t.Errorf("pins given as a trust file: exit %d", code)
 	}
 }

@@ -96,21 +96,13 @@ func verifyReceipt(args []string) error {
 	if err != nil {
 		return inputError(err)
 	}
-	var pins []*receipts.AdapterPin
-	var compactors, issuers receipts.Keyring
-	if *trustFlag != "" {
-		t, err := readTrust(*trustFlag)
-		if err != nil {
-			return inputError(err)
-		}
-		pins, compactors, issuers = t.Adapters, t.Compactors, t.Issuers
+	pins, trust, err := readPins(*trustFlag, *adaptersFlag)
+	if err != nil {
+		return err
 	}
-	if *adaptersFlag != "" {
-		p, err := readAdapterPins(*adaptersFlag)
-		if err != nil {
-			return err
-		}
-		pins = append(pins, p...)
+	var compactors, issuers receipts.Keyring
+	if trust != nil {
+		compactors, issuers = trust.Compactors, trust.Issuers
 	}
 	var rawKeys []ed25519.PublicKey
 	for _, k := range keyFlags {
