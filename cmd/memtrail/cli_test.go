@@ -424,3 +424,54 @@ func TestCLIProofUnpublishedSize(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIProofByID: "proof" finds an entry by its projection, compaction
+// or tombstone id (GET /v1/{kind}/{id}), ids with a slash included.
+func TestCLIProofByID(t *testing.T) {
+	cl := newCLILog(t, 100*time.Millisecond, 5*time.Second, nil)
+	frag := writeFile(t, cl.dir, "memory.txt", []byte("user prefers formal emails\n"))
+	manifest := writeFile(t, cl.dir, "m.txt", []byte(receipts.Digest([]byte("item"))+" INTERNAL\n"))
+	signs := [][]string{
+		{"projection", "--key", cl.adapter, "--id", "urn:p:a/1", frag},
+		{"compaction", "--key", cl.compactor, "--manifest", manifest, "--id", "urn:c:a/1"},
+		{"tombstone", "--key", cl.is, "--item", receipts.Digest([]byte("gone")), "--id", "urn:t:a/1"},
+	}
+	var files []string
+	for i, args := range signs {
+		code, out, errOut := runCLI(t, cl.dir, append([]string{"sign"}, args...)...)
+		if code != 0 {
+			t.Fatalf("sign %v: exit %d\n%s", args, code, errOut)
+		}
+		files = append(files, writeFile(t, cl.dir, fmt.Sprintf("r%d.json", i), []byte(out)))
+	}
+	code, out, errOut := runCLI(t, cl.dir, append([]string{"submit", "--wait", "--log", cl.url}, files...)...)
+	if code != 0 {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errOut)
+	}
+	index := map[int]string{} // file number to the index submit reported
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var n int
+		f, _, _ := strings.Cut(l, ": ")
+		if _, err := fmt.Sscanf(filepath.Base(f), "r%d.json", &n); err == nil {
+			index[n] = l[strings.LastIndex(l, " ")+1:]
+		}
+	}
+	for i, by := range [][]string{{"--projection", "urn:p:a/1"}, {"--compaction", "urn:c:a/1"}, {"--tombstone", "urn:t:a/1"}} {
+		p := filepath.Join(cl.dir, fmt.Sprintf("r%d.tlog-proof", i))
+		code, out, errOut := runCLI(t, cl.dir, append([]string{"proof", "--log", cl.url, "-o", p}, by...)...)
+		if code != 0 {
+			t.Errorf("proof %v: exit %d\n%s%s", by, code, out, errOut)
+			continue
+		}
+		proof, err := os.ReadFile(p)
+		if err != nil || index[i] == "" || !strings.HasPrefix(string(proof), "c2sp.org/tlog-proof@v1\nindex "+index[i]+"\n") {
+			t.Errorf("proof %v (logged at index %q): %v\n%s", by, index[i], err, proof)
+		}
+	}
+	if code, _, errOut := runCLI(t, cl.dir, "proof", "--log", cl.url, "--tombstone", "urn:t:none"); code != 1 || !strings.Contains(errOut, "not_found") {
+		t.Errorf("proof of an unknown tombstone: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, cl.dir, "proof", "--log", cl.url, "--tombstone", "urn:t:a/1", "--index", "2"); code != 2 || !strings.Contains(errOut, "--tombstone") {
+		t.Errorf("proof with --tombstone and --index: exit %d\n%s", code, errOut)
+	}
+}

@@ -15,13 +15,14 @@ import (
 	"github.com/memtrail/memtrail/api"
 )
 
-const proofUsage = `Usage: memtrail proof --log URL (--index N | --projection ID | --compaction ID) [--size N] [-o FILE]
+const proofUsage = `Usage: memtrail proof --log URL (--index N | --projection ID | --compaction ID | --tombstone ID) [--size N] [-o FILE]
 
-Fetch the C2SP tlog-proof of one log entry: its index, inclusion path and
-the signed checkpoint (with witness cosignatures) it is proved against — by
-default the latest published checkpoint, or the one of size N (the log
-archives the checkpoints it publishes, so N must be a size it published a
-checkpoint at; GET /v1/log gives the latest). The proof is
+Fetch the C2SP tlog-proof of one log entry, named by its index or by the
+id of its projection record, compaction or tombstone: its index, inclusion
+path and the signed checkpoint (with witness cosignatures) it is proved
+against — by default the latest published checkpoint, or the one of size N
+(the log archives the checkpoints it publishes, so N must be a size it
+published a checkpoint at; GET /v1/log gives the latest). The proof is
 written to standard output or FILE; "memtrail verify proof" checks it
 offline.
 
@@ -44,6 +45,7 @@ func runProof(args []string) error {
 	indexFlag := fs.Int64("index", -1, "entry index")
 	projFlag := fs.String("projection", "", "projection_id")
 	compFlag := fs.String("compaction", "", "compaction_event_id")
+	tombFlag := fs.String("tombstone", "", "tombstone_id")
 	sizeFlag := fs.Uint64("size", 0, "prove against the published checkpoint of this size")
 	outFlag := fs.String("o", "", "write the proof to this file")
 	pos, err := parseArgs(fs, args)
@@ -51,15 +53,15 @@ func runProof(args []string) error {
 		return err
 	}
 	n := 0
-	for _, set := range []bool{*indexFlag >= 0, *projFlag != "", *compFlag != ""} {
+	for _, set := range []bool{*indexFlag >= 0, *projFlag != "", *compFlag != "", *tombFlag != ""} {
 		if set {
 			n++
 		}
 	}
 	if *logFlag == "" || n != 1 || len(pos) != 0 {
-		fmt.Fprint(os.Stderr, "Usage: memtrail proof --log URL (--index N | --projection ID | --compaction ID) [--size N] [-o FILE]\n")
+		fmt.Fprint(os.Stderr, "Usage: memtrail proof --log URL (--index N | --projection ID | --compaction ID | --tombstone ID) [--size N] [-o FILE]\n")
 		if n > 1 {
-			fmt.Fprint(os.Stderr, "memtrail: hint: give exactly one of --index, --projection and --compaction\n")
+			fmt.Fprint(os.Stderr, "memtrail: hint: give exactly one of --index, --projection, --compaction and --tombstone\n")
 		}
 		return errUsage
 	}
@@ -72,11 +74,14 @@ func runProof(args []string) error {
 	index := *indexFlag
 	if index < 0 {
 		kind, id := "projections", *projFlag
-		if id == "" {
+		switch {
+		case *compFlag != "":
 			kind, id = "compactions", *compFlag
+		case *tombFlag != "":
+			kind, id = "tombstones", *tombFlag
 		}
 		var e api.Entry
-		if err := getJSON(client, base+"/v1/"+kind+"?id="+url.QueryEscape(id), &e); err != nil {
+		if err := getJSON(client, base+"/v1/"+kind+"/"+url.PathEscape(id), &e); err != nil {
 			return err
 		}
 		index = int64(e.Index)
