@@ -371,6 +371,7 @@ func TestCLIExitStatus(t *testing.T) {
 		{2, []string{"sign", "projection", "a.txt"}},
 		{2, []string{"sign", "compaction", "--manifest", manifest}},
 		{2, []string{"sign", "compaction", "--key", existing, "--manifest", manifest, "--purged", receipts.Digest(nil)}},
+		{2, []string{"sign", "compaction", "--key", existing, "--manifest", manifest, "--lattice", "PUBLIC,public"}},
 		{2, []string{"sign", "tombstone", "--key", existing}},
 		{1, []string{"sign", "tombstone", "--key", existing, "--item", receipts.Digest(nil)}},
 		{2, []string{"keygen"}},

@@ -31,12 +31,11 @@ Make a signed receipt, for producers and for trying the log out.
 A projection record commits to the FRAGMENT files, in order, as the exact
 framed bytes of one context projection (draft section 6): its nonclaims are
 NOT_ESTABLISHED and its exclusion counts zero. With no FRAGMENT it records
-a projection that delivered nothing ("delivered": [], byte_length 0), which
-the draft allows. --material-out writes the
-interop verification material (request, policy and snapshot bytes,
-fragments, projection) for "memtrail verify projection --material".
-The defaults are the development adapter of "memtrail serve"
-(urn:memtrail:adapter:dev, dev-adapter-key).
+a projection that delivered nothing ("delivered": [], byte_length 0),
+which the draft allows. --material-out writes the interop verification
+material (request, policy and snapshot bytes, fragments, projection) for
+"memtrail verify projection --material". The defaults are the development
+adapter of "memtrail serve" (urn:memtrail:adapter:dev, dev-adapter-key).
 
 A compaction is written as a log submission, {"eccr": ..., "manifest": ...};
 the manifest file is {"manifest_version": "1.0", "items": [...]} or a list of
@@ -55,7 +54,8 @@ Ids default to fresh urn:uuid values. The receipt is written to standard
 output. The command exits 0 if it wrote a receipt, 1 if it could not (a key,
 file or manifest that cannot be read, a label not in the lattice, a value
 the receipt refuses), and 2 on a usage error (an unknown flag or kind, a
-missing --key, --manifest or --item, --purged without --supersedes).
+missing --key, --manifest or --item, --purged without --supersedes, a
+malformed --lattice).
 
 Example, against a fresh "memtrail serve" in the current directory:
 
@@ -266,28 +266,18 @@ func readManifest(path string, lattice *receipts.Lattice) (*receipts.Manifest, e
 	return receipts.NewManifest(items)
 }
 
-// signLattice returns the lattice of --trust FILE or --lattice L1,L2,...,
-// or the default lattice.
-func signLattice(trustPath, labels string) (*receipts.Lattice, error) {
-	switch {
-	case trustPath != "":
-		b, err := os.ReadFile(trustPath)
-		if err != nil {
-			return nil, fmt.Errorf("couldn't read the trust file: %w", err)
-		}
-		t, err := receipts.ParseTrust(b)
-		if err != nil {
-			return nil, withHint(fmt.Errorf("%s: %w", trustPath, err), "docs/profile.md describes the trust file")
-		}
-		return t.Lattice, nil
-	case labels != "":
-		l, err := receipts.NewLattice(strings.Split(labels, ","))
-		if err != nil {
-			return nil, withHint(fmt.Errorf("--lattice: %w", err), "give the labels lowest first, separated by commas, e.g. PUBLIC,INTERNAL,SECRET")
-		}
-		return l, nil
+// trustLattice returns the sensitivity lattice of a trust file, read as
+// the log reads it.
+func trustLattice(path string) (*receipts.Lattice, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the trust file: %w", err)
 	}
-	return receipts.DefaultLattice, nil
+	t, err := receipts.ParseTrust(b)
+	if err != nil {
+		return nil, withHint(fmt.Errorf("%s: %w", path, err), "docs/profile.md describes the trust file")
+	}
+	return t.Lattice, nil
 }
 
 func signCompaction(args []string) error {
@@ -315,13 +305,20 @@ func signCompaction(args []string) error {
 	if len(purged) > 0 && *supersedesFlag == "" {
 		return badUsageError(withHint(errors.New("--purged needs --supersedes"), "name the compaction this one replaces"))
 	}
+	lattice := receipts.DefaultLattice
+	if *latticeFlag != "" {
+		if lattice, err = receipts.NewLattice(strings.Split(*latticeFlag, ",")); err != nil {
+			return badUsageError(withHint(fmt.Errorf("--lattice: %w", err), "give the labels lowest first, separated by commas, e.g. PUBLIC,INTERNAL,SECRET"))
+		}
+	}
 	priv, err := readKey(*keyFlag)
 	if err != nil {
 		return err
 	}
-	lattice, err := signLattice(*trustFlag, *latticeFlag)
-	if err != nil {
-		return err
+	if *trustFlag != "" {
+		if lattice, err = trustLattice(*trustFlag); err != nil {
+			return err
+		}
 	}
 	mf, err := readManifest(*manifestFlag, lattice)
 	if err != nil {
