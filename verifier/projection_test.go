@@ -57,7 +57,7 @@ func loadInterop(t testing.TB) *fixture {
 	t.Helper()
 	raw, err := os.ReadFile(interopFile)
 	if err != nil {
-		t.Fatalf("shared vectors are missing (they must sit beside the checkout as ../shared): %v", err)
+		t.Fatalf("the interop vectors are missing from conformance/vectors: %v", err)
 	}
 	fx := &fixture{}
 	if err := json.Unmarshal(raw, &fx.vectors); err != nil {
