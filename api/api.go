@@ -34,10 +34,12 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
 )
@@ -115,11 +117,27 @@ func New(l *mlog.Log, cfg Config) *Server {
 // Handler returns the HTTP handler of every endpoint.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, Refusal{Code: codeNotFound, Detail: "no such endpoint: " + r.URL.Path})
+	// HEAD is answered wherever GET is, without the body.
+	r.Use(middleware.GetHead)
+	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
+		writeJSON(w, http.StatusNotFound, Refusal{Code: codeNotFound, Detail: "no such endpoint: " + req.URL.Path})
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, Refusal{Code: codeMethod, Detail: r.Method + " is not allowed on " + r.URL.Path})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		path := req.URL.Path
+		if req.URL.RawPath != "" {
+			path = req.URL.RawPath
+		}
+		var allowed []string
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			if r.Match(chi.NewRouteContext(), m, path) {
+				allowed = append(allowed, m)
+				if m == http.MethodGet {
+					allowed = append(allowed, http.MethodHead)
+				}
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, Refusal{Code: codeMethod, Detail: req.Method + " is not allowed on " + req.URL.Path + "; allowed: " + strings.Join(allowed, ", ")})
 	})
 
 	r.Get("/checkpoint", s.serveCheckpoint)

@@ -183,21 +183,39 @@ func TestWaitProofAndLookups(t *testing.T) {
 	if _, _, err := verifier.VerifyProof(policy, body, verifier.LeafHash(p)); code != 200 || err != nil {
 		t.Errorf("GET /v1/proof/0 = %d %v", code, err)
 	}
+	// An id holding an escape of its own is found by its escaped path,
+	// with or without its colons escaped, and by ?id=.
+	pct := ts.projection("urn:p:a%20b")
+	if code, _, body := ts.do("POST", "/v1/projections", "application/json", pct); code != 201 {
+		t.Fatalf("%d %s", code, body)
+	}
+	for _, path := range []string{"/v1/projections/urn:p:a%2520b", "/v1/projections/" + url.PathEscape("urn:p:a%20b"), "/v1/projections?id=" + url.QueryEscape("urn:p:a%20b")} {
+		code, _, body = ts.do("GET", path, "", nil)
+		var e Entry
+		json.Unmarshal(body, &e)
+		if code != 200 || e.ID != "urn:p:a%20b" {
+			t.Errorf("GET %s = %d %s", path, code, body)
+		}
+	}
 	code, _, _ = ts.do("GET", "/v1/projections?id=urn:p:none", "", nil)
 	if code != 404 {
 		t.Errorf("unknown projection: %d", code)
 	}
 	// Requests that can never be answered say so, apart from "not yet".
 	code, _, body = ts.do("GET", "/v1/proof/5", "", nil)
-	if r := refusalOf(t, body); code != 404 || r.Code != "not_found" || !strings.Contains(r.Detail, "the log has 1 entries") {
+	if r := refusalOf(t, body); code != 404 || r.Code != "not_found" || !strings.Contains(r.Detail, "does not exist: the log has 2 entries") {
 		t.Errorf("proof beyond the log: %d %s", code, body)
 	}
 	code, _, body = ts.do("GET", "/v1/proof/5?size=1", "", nil)
 	if r := refusalOf(t, body); code != 400 || !strings.Contains(r.Detail, "not in a tree of size 1") {
 		t.Errorf("proof beyond the size asked: %d %s", code, body)
 	}
+	code, _, body = ts.do("GET", "/v1/consistency?from=1&to=9", "", nil)
+	if r := refusalOf(t, body); code != 404 || r.Code != "not_found" || !strings.Contains(r.Detail, "the log has only 2 entries") {
+		t.Errorf("consistency to a size beyond the log: %d %s", code, body)
+	}
 	code, _, body = ts.do("GET", "/v1/proof/0?size=7", "", nil)
-	if r := refusalOf(t, body); code != 404 || !strings.Contains(r.Detail, "no checkpoint of size 7 was published") || !strings.Contains(r.Detail, "latest is of size 1") {
+	if r := refusalOf(t, body); code != 404 || !strings.Contains(r.Detail, "no checkpoint of size 7 was published") || !strings.Contains(r.Detail, "latest is of size") {
 		t.Errorf("proof at a size never published: %d %s", code, body)
 	}
 }
@@ -364,8 +382,18 @@ func TestTilesReadPath(t *testing.T) {
 	if code, _, _ = ts.do("GET", "/healthz", "", nil); code != 200 {
 		t.Errorf("healthz: %d", code)
 	}
-	if code, _, _ = ts.do("DELETE", "/v1/projections", "", nil); code != 405 {
-		t.Errorf("DELETE: %d", code)
+	for path, allow := range map[string]string{"/v1/projections": "GET, HEAD, POST", "/v1/log": "GET, HEAD", "/v1/batch": "POST", "/tile/0/000.p/9": "GET, HEAD"} {
+		if code, hdr, body := ts.do("DELETE", path, "", nil); code != 405 || hdr.Get("Allow") != allow || refusalOf(t, body).Code != "method_not_allowed" {
+			t.Errorf("DELETE %s: %d, Allow %q, %s; want 405 with Allow %q", path, code, hdr.Get("Allow"), body, allow)
+		}
+	}
+	// HEAD is answered wherever GET is, with GET's headers and no body.
+	for _, path := range []string{"/checkpoint", "/v1/log", "/tile/0/000.p/9"} {
+		get, ghdr, _ := ts.do("GET", path, "", nil)
+		code, hdr, body := ts.do("HEAD", path, "", nil)
+		if code != get || len(body) != 0 || hdr.Get("Content-Type") != ghdr.Get("Content-Type") {
+			t.Errorf("HEAD %s: %d %q %d bytes; GET: %d %q", path, code, hdr.Get("Content-Type"), len(body), get, ghdr.Get("Content-Type"))
+		}
 	}
 }
 
@@ -435,5 +463,34 @@ func TestWaitProofTimeoutSaysLogged(t *testing.T) {
 	code, _, body = ts.do("GET", "/v1/consistency?from=5&to=2", "", nil)
 	if code != 400 || refusalOf(t, body).Code != "bad_request" {
 		t.Errorf("consistency from > to = %d %s, want 400", code, body)
+	}
+}
+
+// TestCheckpointZeroArchived: the size-0 checkpoint a fresh log publishes is
+// served by size like any other, also once the log has grown.
+func TestCheckpointZeroArchived(t *testing.T) {
+	ts := newTestServer(t)
+	waitCode := func(path string) (int, []byte) {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			code, _, body := ts.do("GET", path, "", nil)
+			if code == 200 || time.Now().After(deadline) {
+				return code, body
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	code, zero := waitCode("/v1/checkpoints/0")
+	if code != 200 || !bytes.Contains(zero, []byte("\n0\n")) {
+		t.Fatalf("GET /v1/checkpoints/0 = %d %s", code, zero)
+	}
+	if code, _, body := ts.do("POST", "/v1/projections?wait=proof", "application/json", ts.projection("urn:p:after-zero")); code != 201 {
+		t.Fatalf("%d %s", code, body)
+	}
+	if code, _ := waitCode("/v1/checkpoints/1"); code != 200 {
+		t.Fatalf("GET /v1/checkpoints/1 = %d", code)
+	}
+	if code, _, body := ts.do("GET", "/v1/checkpoints/0", "", nil); code != 200 || !bytes.Equal(body, zero) {
+		t.Errorf("GET /v1/checkpoints/0 after growth = %d %s", code, body)
 	}
 }

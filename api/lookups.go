@@ -48,6 +48,13 @@ func pathParam(r *http.Request, name, alt string) (string, error) {
 		}
 		return "", badRequest("missing " + name)
 	}
+	// chi matches against the escaped path only when it differs from the
+	// default escaping of the decoded one (URL.RawPath is set); otherwise
+	// the parameter is decoded already, and decoding it again would turn
+	// an id's own "%20" into a space.
+	if r.URL.RawPath == "" {
+		return raw, nil
+	}
 	v, err := url.PathUnescape(raw)
 	if err != nil {
 		return "", badRequest("malformed escape in " + name)
@@ -64,7 +71,7 @@ type Entry struct {
 	Receipt  json.RawMessage `json:"receipt"`
 	// Proof is the entry's tlog-proof against the latest published
 	// checkpoint, or empty while no published checkpoint covers it.
-	Proof string `json:"proof,omitempty"`
+	Proof string `json:"proof"`
 }
 
 func (s *Server) entry(ctx context.Context, kind receipts.Kind, id string) (*Entry, error) {

@@ -37,16 +37,21 @@ func (l *Log) archiveCheckpoints(ctx context.Context) {
 	t := time.NewTicker(l.cfg.CheckpointInterval / 2)
 	defer t.Stop()
 	var last uint64
+	archived := false  // whether last is a size already archived
 	var lastRaw []byte // the latest checkpoint file seen, to tell new ones
 	judged := false
 	if size, raw, err := l.index.LatestCheckpoint(ctx); err == nil {
-		last, lastRaw = size, raw
+		last, lastRaw, archived = size, raw, true
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	for first := true; ; first = false {
+		// The first pass runs at once: a fresh log's size-0 checkpoint
+		// is archived before anything can be appended.
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
 		if size, err := l.reader.IntegratedSize(ctx); err == nil {
 			l.Metrics.treeSize.Store(size)
@@ -60,14 +65,14 @@ func (l *Log) archiveCheckpoints(ctx context.Context) {
 			l.checkpointPublished(raw, cp.Size, isNew)
 			lastRaw, judged = raw, true
 		}
-		if cp.Size == last || cp.Size == 0 {
+		if archived && cp.Size == last {
 			continue
 		}
 		if err := l.index.PutCheckpoint(ctx, cp.Size, raw); err != nil {
 			l.logger.Error("couldn't record checkpoint", "size", cp.Size, "error", err)
 			continue
 		}
-		last = cp.Size
+		last, archived = cp.Size, true
 	}
 }
 
@@ -162,7 +167,10 @@ func (l *Log) ConsistencyProof(ctx context.Context, from, to uint64) ([][]byte, 
 		return nil, fmt.Errorf("consistency from %d to %d: the first size must not exceed the second", from, to)
 	}
 	if to > c.Size {
-		return nil, fmt.Errorf("size %d (published size %d): %w", to, c.Size, ErrNotPublished)
+		if n, err := l.reader.IntegratedSize(ctx); err == nil && to > n {
+			return nil, fmt.Errorf("size %d: the log has only %d entries: %w", to, n, ErrNotFound)
+		}
+		return nil, fmt.Errorf("size %d: the log has that many entries but the latest published checkpoint is of size %d; a checkpoint normally follows within the checkpoint interval: %w", to, c.Size, ErrNotPublished)
 	}
 	var path [][]byte
 	err = l.proofBuilder(ctx, c.Size, func(pb *client.ProofBuilder) error {
