@@ -90,7 +90,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 	}
 	defer lock.release()
 	tiles := filepath.Join(dir, tilesDir)
-	rep := &FsckReport{Entries: map[string]uint64{}}
+	rep := &FsckReport{Entries: map[string]uint64{}, Problems: []Problem{}}
 	size, root, err := readTreeState(tiles)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -118,8 +118,10 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 				cp = c
 				rep.PublishedSize = c.Size
 			}
+		} else if opts.VerifierKey != "" {
+			rep.add(Problem{Kind: "checkpoint_invalid", Detail: "the checkpoint was not checked: the verifier key given is not a signed-note verifier key (" + verr.Error() + ")"})
 		} else {
-			rep.add(Problem{Kind: "checkpoint_invalid", Detail: "no log key to verify the checkpoint with (pass the verifier key)"})
+			rep.add(Problem{Kind: "checkpoint_invalid", Detail: "the checkpoint was not checked: no log key in the directory to verify it with (pass the verifier key)"})
 		}
 	}
 	if cp != nil && cp.Size > size {

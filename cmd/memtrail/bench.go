@@ -34,8 +34,8 @@ the log syncs every batch to disk before it answers.
 Without --log, the command starts "memtrail serve" as a child process on a
 fresh data directory in a temporary folder (with a trust file for its own
 keys), so the log's CPU and memory are its own; its peak resident memory is
-reported. With --log it drives a running log, which must trust --adapter-key
-(the development adapter of "memtrail serve" by default).
+reported. With --log it drives a running log, which must trust the key given
+with --adapter-key (for a development log, its DIR/dev/adapter.pem).
 
 --modes is a comma-separated list, run in this order in one process:
 
@@ -91,7 +91,7 @@ func runBench(args []string) error {
 	waitTotalFlag := fs.Int("wait-total", 0, "receipts for wait (default --total)")
 	linesFlag := fs.Int("batch-lines", 1000, "lines per batch request")
 	rawClientsFlag := fs.Int("raw-clients", 8192, "concurrent adders for raw")
-	rateFlag := fs.Float64("rate", 0, "submissions per second for rate (default half the batch rate)")
+	rateFlag := fs.Float64("rate", 0, "submissions per second for rate (default half the single rate of this run, or else of batch)")
 	batchSizeFlag := fs.Uint("batch-size", 8192, "sequencing group size of the started log")
 	batchAgeFlag := fs.Duration("batch-age", 5*time.Millisecond, "sequencing batch age of the started log")
 	rawSizeFlag := fs.Uint("raw-batch-size", 4096, "Tessera batch size for raw")

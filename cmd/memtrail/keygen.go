@@ -37,7 +37,13 @@ missing --out, or a --name or --key-id the kind needs).
 Example:
 
 	$ memtrail keygen --kind compactor --out compactor.pem
-	{"name": "", "public_key_hex": "197f6b…", "valid_from": "2026-11-30T00:00:00.000Z", "valid_to": null, "revoked_at": null}
+	{
+	  "public_key_hex": "197f6b…",
+	  "valid_from": "2026-11-30T00:00:00.000Z",
+	  "valid_to": null,
+	  "revoked_at": null
+	}
+	kid: sha256:c65d1b…
 `
 
 func init() {

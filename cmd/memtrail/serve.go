@@ -74,13 +74,14 @@ only, --debug-clock adds /debug/clock there: PUT /debug/clock?offset=-10m
 shifts the clock the log judges freshness and key validity by, to test how
 it behaves when its clock jumps. Never use it in production.
 
-The command exits 0 after a clean shutdown and 1 on any error.
+The command exits 0 after a clean shutdown, 1 on any error, and 2 on a
+usage error (an unknown flag, an argument, or a limit out of range).
 
 Example:
 
 	$ memtrail serve
 	memtrail.local/log+3c3a5d1e+AQmrB2...
-	level=INFO msg="development trust file written" file=memtrail-data/trust.json
+	level=INFO msg="development trust file written; pass --trust in production" file=memtrail-data/trust.json ...
 	level=INFO msg=listening addr=127.0.0.1:8080 origin=memtrail.local/log size=0
 `
 
@@ -127,8 +128,24 @@ func runServe(args []string) error {
 		fmt.Fprint(fs.Output(), "Usage: memtrail serve [--data DIR] [--listen ADDR] [--origin ORIGIN] [--trust FILE] [flags]\n")
 		return errUsage
 	}
-	if *readTimeoutFlag <= 0 {
-		return withHint(fmt.Errorf("--read-timeout %s is not positive", *readTimeoutFlag), "use a duration such as 2m")
+	// Limits are checked before anything is written.
+	switch {
+	case *readTimeoutFlag <= 0:
+		return badUsageError(withHint(fmt.Errorf("--read-timeout %s is not positive", *readTimeoutFlag), "use a duration such as 2m"))
+	case *batchSizeFlag < 1:
+		return badUsageError(withHint(errors.New("--batch-size must be at least 1"), "the default is 8192"))
+	case *batchAgeFlag <= 0:
+		return badUsageError(withHint(fmt.Errorf("--batch-age %s is not positive", *batchAgeFlag), "use a duration such as 5ms"))
+	case *checkpointFlag < 100*time.Millisecond:
+		return badUsageError(withHint(fmt.Errorf("--checkpoint-interval %s is below 100ms", *checkpointFlag), "use 100ms or more; the default is 1s"))
+	case *pushbackFlag < 1:
+		return badUsageError(withHint(errors.New("--pushback must be at least 1"), "the default is 65536"))
+	case *inflightFlag < 1:
+		return badUsageError(withHint(fmt.Errorf("--max-in-flight %d is below 1", *inflightFlag), "the default is 4096"))
+	case *connsFlag < 1:
+		return badUsageError(withHint(fmt.Errorf("--max-connections %d is below 1", *connsFlag), "the default is 8192"))
+	case *witnessTimeoutFlag <= 0:
+		return badUsageError(withHint(fmt.Errorf("--witness-timeout %s is not positive", *witnessTimeoutFlag), "use a duration such as 5s"))
 	}
 	logger, err := newLogger(*logFormatFlag)
 	if err != nil {
@@ -152,6 +169,9 @@ func runServe(args []string) error {
 	}
 	skey, vkey, err := loadOrCreateLogKey(*dataFlag, *originFlag, logger)
 	if err != nil {
+		return err
+	}
+	if err := writeVKey(*dataFlag, vkey); err != nil {
 		return err
 	}
 	trustPath := *trustFlag
@@ -397,11 +417,21 @@ func loadOrCreateLogKey(dir, origin string, logger *slog.Logger) (skey, vkey str
 	if err := receipts.WriteSecretFile(path, []byte(skey+"\n")); err != nil {
 		return "", "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, logVKeyFile), []byte(vkey+"\n"), 0o644); err != nil {
-		return "", "", fmt.Errorf("couldn't write the verifier key: %w", err)
-	}
 	logger.Info("generated the log key", "file", path, "origin", origin)
 	return skey, vkey, nil
+}
+
+// writeVKey keeps DIR/log.vkey matching the log key, also one made with
+// "memtrail keygen".
+func writeVKey(dir, vkey string) error {
+	path := filepath.Join(dir, logVKeyFile)
+	if old, err := os.ReadFile(path); err == nil && string(old) == vkey+"\n" {
+		return nil
+	}
+	if err := backend.WriteFileAtomic(path, []byte(vkey+"\n"), 0o644); err != nil {
+		return fmt.Errorf("couldn't write the verifier key: %w", err)
+	}
+	return nil
 }
 
 // ensureDevTrust writes a development trust file and keys on the first run

@@ -322,3 +322,25 @@ func TestSecretsStayOut(t *testing.T) {
 		t.Errorf("sign with a world-readable key: %s", out)
 	}
 }
+
+// TestServeRefusesBadLimits: a limit out of range is a usage error (exit
+// 2), found before anything is written.
+func TestServeRefusesBadLimits(t *testing.T) {
+	bin := buildMemtrail(t)
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"--max-connections", "0"}, {"--max-connections", "-1"}, {"--max-in-flight", "-1"}, {"--max-in-flight", "0"},
+		{"--batch-size", "0"}, {"--batch-age", "0"}, {"--checkpoint-interval", "50ms"}, {"--pushback", "0"},
+		{"--witness-timeout", "0"}, {"--read-timeout", "0"},
+	} {
+		data := filepath.Join(dir, "data")
+		cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), args[0]) || strings.Contains(string(out), "panic") {
+			t.Errorf("serve %v: %v\n%s", args, err, out)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("serve %v left a data directory: %v", args, err)
+		}
+	}
+}

@@ -76,6 +76,10 @@ func TestTorchwoodInterop(t *testing.T) {
 	if got := l.firstLine(t); got != logVKey {
 		t.Fatalf("memtrail serve printed %q, want its key %q", got, logVKey)
 	}
+	// The key was made with keygen; serve still keeps log.vkey.
+	if b, err := os.ReadFile(filepath.Join(f.data, "log.vkey")); err != nil || string(b) != logVKey+"\n" {
+		t.Errorf("log.vkey beside a keygen key = %q, %v; want %q", b, err, logVKey)
+	}
 
 	// The verifiers. torchwood v0.6.1 has no parser for verifier keys: it
 	// makes its Ed25519 verifier from the signing key

@@ -53,8 +53,9 @@ the requests in progress are answered.
 Endpoints: POST /add-checkpoint, GET /checkpoint/<origin, path-escaped>,
 GET /metrics. Logs go to standard error.
 
-The command exits 0 after a clean shutdown and 1 if the witness could not
-start or stopped on an error.
+The command exits 0 after a clean shutdown, 1 if the witness could not
+start or stopped on an error, and 2 on a usage error (such as a missing
+--data or --logs).
 
 Example:
 
