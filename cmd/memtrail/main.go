@@ -181,11 +181,11 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// parseArgs parses flags that may come before or after the positional
-// arguments, as the verify commands do (parseInterleaved), and returns the
-// positional arguments. "--" ends the flags: every argument after it is
-// positional, even one that starts with "-".
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+// parseInterleaved parses flags that may come before or after the
+// positional arguments, as in "verify projection RECORD.json --adapters P",
+// and returns the positional arguments. "--" ends the flags: every argument
+// after it is positional, even one that starts with "-".
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	before, after := args, []string(nil)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -202,7 +202,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			}
 		}
 	}
-	pos, err := parseInterleaved(fs, before)
+	pos, err := parseMixed(fs, before)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func runProof(args []string) error {
 	tombFlag := fs.String("tombstone", "", "tombstone_id")
 	sizeFlag := fs.Uint64("size", 0, "prove against the published checkpoint of this size")
 	outFlag := fs.String("o", "", "write the proof to this file")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}

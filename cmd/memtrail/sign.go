@@ -131,7 +131,7 @@ func signProjection(args []string) error {
 	policyFlag := fs.String("selection-policy", "", "file holding the selection policy bytes (default empty)")
 	snapshotFlag := fs.String("trust-snapshot", "", "file holding the trust snapshot bytes (default empty)")
 	materialFlag := fs.String("material-out", "", "write the verification material to this file")
-	fragments, err := parseArgs(fs, args)
+	fragments, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func signCompaction(args []string) error {
 	latticeFlag := fs.String("lattice", "", "the sensitivity labels, lowest first, separated by commas")
 	var purged stringList
 	fs.Var(&purged, "purged", "digest of an item purged since the superseded compaction (repeatable)")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
@@ -353,7 +353,7 @@ func signTombstone(args []string) error {
 	idFlag := fs.String("id", "", "tombstone_id (default a fresh urn:uuid)")
 	reasonFlag := fs.String("reason", "regulatory_erasure", "regulatory_erasure, retention_expiry or owner_request")
 	atFlag := fs.Int64("purged-at", 0, "purge time in Unix seconds (default now)")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}

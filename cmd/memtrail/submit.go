@@ -70,7 +70,7 @@ func runSubmit(args []string) error {
 	proofDirFlag := fs.String("proof-dir", "", "write each entry's tlog-proof to this directory (implies --wait)")
 	jsonFlag := fs.Bool("json", false, "write the server's answers as JSON lines")
 	timeoutFlag := fs.Duration("timeout", 5*time.Minute, "give up on a request after this long")
-	files, err := parseArgs(fs, args)
+	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}

@@ -193,11 +193,11 @@ func newVerifyFlags(name string) *flag.FlagSet {
 	return fs
 }
 
-// parseInterleaved parses flags that may come before or after the
-// positional arguments, as in "verify projection RECORD.json --adapters P".
-// -h prints the usage text; any other parse failure prints only the error,
-// a hint for the flag's format and a pointer to -h, not the whole usage.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+// parseMixed parses flags mixed with positional arguments (parseInterleaved
+// has first cut off what follows "--"). -h prints the usage text; any other
+// parse failure prints only the error, a hint for the flag's format and a
+// pointer to -h, not the whole usage.
+func parseMixed(fs *flag.FlagSet, args []string) ([]string, error) {
 	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
