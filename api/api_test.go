@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -492,5 +493,59 @@ func TestCheckpointZeroArchived(t *testing.T) {
 	}
 	if code, _, body := ts.do("GET", "/v1/checkpoints/0", "", nil); code != 200 || !bytes.Equal(body, zero) {
 		t.Errorf("GET /v1/checkpoints/0 after growth = %d %s", code, body)
+	}
+}
+
+// TestBatchOfNewlines: a batch body of newlines over the line cap is
+// refused without a slice header per line (16 Mi lines would cost 384 MiB).
+func TestBatchOfNewlines(t *testing.T) {
+	ts := newTestServer(t)
+	body := bytes.Repeat([]byte("\n"), 16<<20)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	code, _, resp := ts.do("POST", "/v1/batch", "application/x-ndjson", body)
+	runtime.ReadMemStats(&after)
+	if r := refusalOf(t, resp); code != 413 || r.Code != "too_large" || !strings.Contains(r.Detail, "16777216 lines") {
+		t.Errorf("a batch of 16 Mi newlines: %d %s", code, resp)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 128<<20 {
+		t.Errorf("refusing a 16 MiB batch of newlines allocated %d MiB", grew>>20)
+	}
+}
+
+// TestBatchOrderWithEscapedNames: a tombstone whose member names are
+// spelled with \u escapes still takes its lineage decision in line order.
+func TestBatchOrderWithEscapedNames(t *testing.T) {
+	ts := newTestServer(t)
+	for i := 0; i < 5; i++ {
+		items := gen.Items(fmt.Sprint("esc", i), 2)
+		tomb, err := ts.s.Tombstone(fmt.Sprint("urn:t:esc:", i), items[0].ItemDigest, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		escaped := bytes.Replace(tomb.Canonical(), []byte(`"tombstone_version"`), []byte(`"tombstone\u005fversion"`), 1)
+		c, mf, err := ts.s.Compaction(fmt.Sprint("urn:c:esc:", i), items, "", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var batch bytes.Buffer
+		for _, line := range [][]byte{escaped, gen.CompactionSubmission(c, mf)} {
+			batch.Write(line)
+			batch.WriteByte('\n')
+		}
+		code, _, body := ts.do("POST", "/v1/batch", "application/x-ndjson", batch.Bytes())
+		var results []BatchResult
+		dec := json.NewDecoder(bytes.NewReader(body))
+		for dec.More() {
+			var r BatchResult
+			if err := dec.Decode(&r); err != nil {
+				t.Fatal(err)
+			}
+			results = append(results, r)
+		}
+		if code != 200 || len(results) != 2 || results[0].Status != 201 || results[1].Refusal == nil || results[1].Refusal.Code != "item_purged" {
+			t.Fatalf("trial %d: %d %s", i, code, body)
+		}
 	}
 }

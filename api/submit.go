@@ -287,9 +287,12 @@ func (s *Server) acquire(ctx context.Context) error {
 func (s *Server) release() { <-s.inflight }
 
 // mayBeLineage reports whether a batch line may be a compaction or a
-// tombstone, whose lineage decisions follow line order.
+// tombstone, whose lineage decisions follow line order: whether it holds
+// one of the member names that make one, or a \u escape, the only way
+// JSON could spell those names otherwise.
 func mayBeLineage(line []byte) bool {
-	return bytes.Contains(line, []byte(`"eccr"`)) || bytes.Contains(line, []byte(`"tombstone_version"`))
+	return bytes.Contains(line, []byte(`"eccr"`)) || bytes.Contains(line, []byte(`"tombstone_version"`)) ||
+		bytes.Contains(line, []byte(`\u`))
 }
 
 // appendAccepted writes the JSON line of an accepted batch line, as
@@ -362,13 +365,19 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	lines := bytes.Split(body, []byte("\n"))
-	if n := len(lines); n > 0 && len(bytes.TrimSpace(lines[n-1])) == 0 {
-		lines = lines[:n-1]
+	// Lines are counted before they are split: a body of newlines must
+	// not cost a slice header per line before it is refused.
+	n := bytes.Count(body, []byte("\n")) + 1
+	if last := bytes.LastIndexByte(body, '\n'); len(bytes.TrimSpace(body[last+1:])) == 0 {
+		n-- // nothing after the last newline
 	}
-	if len(lines) > s.cfg.MaxBatchLines {
-		s.writeError(w, r, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "batch has " + strconv.Itoa(len(lines)) + " lines; at most " + strconv.Itoa(s.cfg.MaxBatchLines) + " are accepted"})
+	if n > s.cfg.MaxBatchLines {
+		s.writeError(w, r, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "batch has " + strconv.Itoa(n) + " lines; at most " + strconv.Itoa(s.cfg.MaxBatchLines) + " are accepted"})
 		return
+	}
+	lines := bytes.Split(body, []byte("\n"))
+	if k := len(lines); k > 0 && len(bytes.TrimSpace(lines[k-1])) == 0 {
+		lines = lines[:k-1]
 	}
 	results := make([]chan BatchResult, len(lines))
 	for i := range results {
@@ -394,9 +403,8 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 			}
 			wg.Add(1)
 			// Only lines that may be compactions or tombstones join the
-			// chain; projection records, the bulk, need no order. (A line
-			// that spells these member names with escapes is ordered by
-			// arrival only.)
+			// chain (mayBeLineage); projection records, the bulk, need no
+			// order.
 			var after <-chan struct{}
 			var decided chan struct{}
 			if mayBeLineage(line) {
