@@ -70,7 +70,8 @@ type AuditOptions struct {
 	Trust *receipts.Trust
 	// At is the audit time: open obligations are aged from their
 	// tombstone's purged_at to At. Required. Nothing else depends on it:
-	// each receipt is judged at its own time.
+	// each receipt is judged at its own time and at the time the log had
+	// certainly reached when it logged it.
 	At time.Time
 	// Grace is how long after purged_at an obligation may stay open
 	// before it is a violation (obligation_overdue). Zero means none.
@@ -156,7 +157,7 @@ type Evidence struct {
 	ManifestRoot    string  `json:"manifest_root,omitempty"`
 	KID             string  `json:"kid,omitempty"`
 	// LoggedAfter is the time the log had certainly passed when it logged
-	// the entry (see docs/verify.md, "Compactions carry no time").
+	// the entry (see docs/verify.md, "When the log logged an entry").
 	LoggedAfter string `json:"logged_after,omitempty"`
 	AgeSec      int64  `json:"age_sec,omitempty"`
 }
@@ -237,7 +238,8 @@ func (r *AuditReport) Summary() string {
 // recomputes the tree root from the leaves; re-verifies every receipt
 // (strict parse, canonical leaf, signature under the key valid at the
 // receipt's own time, and for compactions the manifest rules); applies the
-// lineage rules in log order; and lists the open erasure obligations,
+// lineage rules in log order, judging revoked keys at the time the log had
+// certainly reached when it logged each entry; and lists the open erasure obligations,
 // which are violations once older than the grace period.
 //
 // Receipts are parsed and verified on opts.Workers goroutines; the tree
@@ -652,18 +654,26 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 	switch r := r.(type) {
 	case *receipts.ProjectionRecord:
 		// Judged at created_at: the key valid then and not revoked then.
-		if err := receipts.VerifyProjectionSignature(r, t.Adapters, r.CreatedAt); err != nil {
+		// created_at is the signer's word, so the lineage stage also
+		// judges the revocation at the time the log had certainly reached
+		// (see lineage.apply).
+		pin, err := receipts.FindAdapterPin(t.Adapters, r.Adapter.ID, r.Adapter.KeyID)
+		if err == nil {
+			err = receipts.VerifyProjectionSignature(r, []*receipts.AdapterPin{pin}, r.CreatedAt)
+		}
+		if err != nil {
 			finding(err, receipts.CodeSignatureInvalid, nil)
 			return nil
 		}
-		e.at = r.CreatedAt
+		e.at, e.pin = r.CreatedAt, pin
 	case *receipts.Tombstone:
-		// Judged at purged_at.
+		// Judged at purged_at, and in the lineage stage at the log's
+		// floor, as projections are.
 		if err := r.VerifySignature(t.Issuers, r.PurgedTime()); err != nil {
 			finding(err, receipts.CodeSignatureInvalid, &Evidence{KID: r.Signature.KID})
 			return nil
 		}
-		e.at = r.PurgedTime()
+		e.at, e.key = r.PurgedTime(), t.Issuers[r.Signature.KID]
 		e.item, e.purgedAt = receipts.DigestBytes(r.ItemDigest), r.PurgedAt
 	case *receipts.Compaction:
 		k, ok := t.Compactors[r.Signature.KID]

@@ -422,6 +422,29 @@ func TestAuditLineageRules(t *testing.T) {
 				t.Errorf("evidence = %+v", f.Evidence)
 			}
 		}},
+		{"tombstone back-dated under an issuer key revoked before the log reached it", func(sc *scenario, dir string) built {
+			trust := sc.s.Trust(sc.base.Add(-24 * time.Hour))
+			rev := sc.base.Add(10 * time.Minute)
+			for _, k := range trust.Issuers {
+				k.RevokedAt = &rev
+			}
+			sc.n = 7200 // the projection is dated two hours after the base
+			return built{leaves: [][]byte{sc.proj("urn:p:0"), sc.tomb("urn:t:0", items[0].ItemDigest, sc.base)}, trust: trust}
+		}, receipts.CodeKeyRevoked, 1, func(t *testing.T, f verifier.Finding) {
+			if f.Kind != string(receipts.KindTombstone) || f.Evidence.LoggedAfter == "" || f.Evidence.KID == "" {
+				t.Errorf("finding = %+v %+v", f, f.Evidence)
+			}
+		}},
+		{"projection back-dated under an adapter key revoked before the log reached it", func(sc *scenario, dir string) built {
+			trust := sc.s.Trust(sc.base.Add(-24 * time.Hour))
+			rev := sc.base.Add(10 * time.Minute)
+			trust.Adapters[0].Status, trust.Adapters[0].RevokedAt = "revoked", &rev
+			return built{leaves: [][]byte{sc.tomb("urn:t:0", items[0].ItemDigest, sc.base.Add(2*time.Hour)), sc.proj("urn:p:0")}, trust: trust}
+		}, receipts.CodeAdapterKeyRevoked, 1, func(t *testing.T, f verifier.Finding) {
+			if f.Kind != string(receipts.KindProjection) || f.Evidence.LoggedAfter == "" || f.Evidence.KID == "" {
+				t.Errorf("finding = %+v %+v", f, f.Evidence)
+			}
+		}},
 		{"entry not canonical", func(sc *scenario, dir string) built {
 			p := sc.proj("urn:p:0")
 			return built{leaves: [][]byte{append([]byte(" "), p...)}}

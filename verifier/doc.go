@@ -27,7 +27,8 @@
 //
 // [AuditLog] reads every entry a checkpoint covers through the tlog-tiles
 // resources, recomputes the tree root from the leaves, re-verifies every
-// receipt at its own time, applies the lineage rules in log order (single
+// receipt at its own time, applies the lineage rules in log order (keys
+// revoked by the time the log had certainly reached, single
 // use of ids, no compaction after a tombstone of one of its items, exact
 // supersession, Bloom filters holding the purged items) and lists the open
 // erasure obligations with their age. An [AuditState] lets the next audit

@@ -108,8 +108,12 @@ type entryResult struct {
 	verified bool
 	at       time.Time // created_at or purged_at; zero for compactions
 
+	// The key the receipt verified under: key for compactions and
+	// tombstones, pin for projections.
+	key *receipts.Key
+	pin *receipts.AdapterPin
+
 	// Compactions.
-	key        *receipts.Key
 	root       string
 	items      []digest // nil when the manifest is missing or refused
 	supersedes string
@@ -163,6 +167,25 @@ func (g *lineage) apply(e *entryResult, skew time.Duration) []Finding {
 	g.ids[e.kind][e.idHash] = e.index
 	if !e.verified {
 		return out
+	}
+
+	// The log logged this entry no earlier than the floor. A revoked key
+	// is assumed compromised, and a compromised key can sign with any
+	// created_at or purged_at, so a key revoked by the floor is refused
+	// whatever time the receipt names. (The receipt's own time was judged
+	// in verifyEntry; this catches the back-dated ones.)
+	if g.hasFloor {
+		after := receipts.FormatTimestamp(g.floor)
+		switch {
+		case e.kind == receipts.KindTombstone && e.key != nil && e.key.RevokedAt != nil && !e.key.RevokedAt.After(g.floor):
+			k := e.key
+			finding(receipts.CodeKeyRevoked, "signature.kid", fmt.Sprintf("issuer key %s was revoked at %s, and the log logged this tombstone after %s, whatever its purged_at says",
+				k.KID, receipts.FormatTimestamp(*k.RevokedAt), after), &Evidence{KID: k.KID, LoggedAfter: after})
+		case e.kind == receipts.KindProjection && e.pin != nil && e.pin.RevokedAt != nil && !e.pin.RevokedAt.After(g.floor):
+			p := e.pin
+			finding(receipts.CodeAdapterKeyRevoked, "adapter.key_id", fmt.Sprintf("adapter key %q of %s was revoked at %s, and the log logged this projection after %s, whatever its created_at says",
+				p.KeyID, p.AdapterID, receipts.FormatTimestamp(*p.RevokedAt), after), &Evidence{KID: p.KeyID, LoggedAfter: after})
+		}
 	}
 
 	switch e.kind {

@@ -74,7 +74,8 @@ reported with both signed checkpoints as evidence.
 
 "log" audits a whole log through its tiles: the checkpoint under the
 tlog-policy, the entries against its root, every receipt under the trust file
-(at the receipt's own time), and the erasure-lineage rules in log order, with
+(at the receipt's own time; a revoked key also at the time the log had
+certainly reached when it logged the receipt), and the erasure-lineage rules in log order, with
 the open obligations and their age. With --state it resumes where the last
 audit stopped, reading only new entries after checking consistency with the
 saved checkpoint.
