@@ -54,7 +54,7 @@ func ParseCompaction(data []byte) (*Compaction, error) {
 	if len(data) > MaxCompactionSize {
 		return nil, refuse(CodeTooLarge, "", "ECCR is %d bytes, more than the %d allowed", len(data), MaxCompactionSize)
 	}
-	doc, err := parseDocument(data, 64)
+	doc, err := parseDocument(data, 64, receiptValues(64))
 	if err != nil {
 		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
 	}

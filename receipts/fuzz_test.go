@@ -48,7 +48,7 @@ func FuzzCanonical(f *testing.F) {
 		}
 		// The parser's claim that an input is already canonical must hold
 		// exactly: then the input bytes serve as the canonical bytes.
-		doc, err := parseDocument(in, 1<<12)
+		doc, err := parseDocument(in, 1<<12, 0)
 		if err != nil {
 			t.Fatalf("parseDocument refused what parseJSON accepted: %v", err)
 		}

@@ -108,6 +108,10 @@ type parser struct {
 	data       []byte
 	off        int
 	maxMembers int // per object and per array
+	// values counts the values parsed; beyond maxValues (when not 0) the
+	// input is refused, so that a body of tiny values ("[0,0,0,…]") cannot
+	// cost some 40 times its size in tree nodes.
+	values, maxValues int
 	// Scratch stacks: members and elements of the containers being parsed
 	// collect here and are copied out once, exactly sized, when their
 	// container closes.
@@ -138,11 +142,17 @@ const maxPooledStack = 1024
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{mstack: make([]member, 0, 32), vstack: make([]value, 0, 16)} }}
 
+// receiptValues is the most values a receipt or submission whose longest
+// array or object may hold maxMembers entries is allowed: twelve a member
+// (a manifest item is up to five values, a delivered fragment ten) and 4096
+// for the rest.
+func receiptValues(maxMembers int) int { return 12*maxMembers + 4096 }
+
 // parseJSON parses data, which must hold exactly one JSON value (optionally
 // surrounded by whitespace). maxMembers caps the members of any one object
 // and the elements of any one array.
 func parseJSON(data []byte, maxMembers int) (value, error) {
-	d, err := parseDocument(data, maxMembers)
+	d, err := parseDocument(data, maxMembers, 0)
 	if err != nil {
 		return value{}, err
 	}
@@ -160,13 +170,13 @@ type document struct {
 // parseDocument is parseJSON keeping the input bytes and whether they are
 // already canonical: log leaves always are, and then the canonical and
 // signed bytes are cut from them instead of being encoded again.
-func parseDocument(data []byte, maxMembers int) (*document, error) {
+func parseDocument(data []byte, maxMembers, maxValues int) (*document, error) {
 	// Strings without escapes are views into one private copy of the input
 	// rather than one allocation each; the copy keeps the tree independent
 	// of the caller's buffer.
 	data = bytes.Clone(data)
 	sc := scratchPool.Get().(*scratch)
-	p := parser{data: data, maxMembers: maxMembers, mstack: sc.mstack[:0], vstack: sc.vstack[:0]}
+	p := parser{data: data, maxMembers: maxMembers, maxValues: maxValues, mstack: sc.mstack[:0], vstack: sc.vstack[:0]}
 	defer func() {
 		// Stacks grown by a large input are left to the collector; the
 		// others drop every reference into this parse's tree and are
@@ -245,6 +255,9 @@ func (p *parser) skipSpace() {
 func (p *parser) value(depth int) (value, error) {
 	if p.off >= len(p.data) {
 		return value{}, p.errorf("unexpected end of input")
+	}
+	if p.values++; p.maxValues > 0 && p.values > p.maxValues {
+		return value{}, p.errorf("more than " + strconv.Itoa(p.maxValues) + " values in one document")
 	}
 	switch c := p.data[p.off]; {
 	case c == '{':

@@ -144,7 +144,7 @@ func ParseProjectionRecord(data []byte) (*ProjectionRecord, error) {
 	if len(data) > MaxProjectionRecordSize {
 		return nil, refuse(CodeTooLarge, "", "record is %d bytes, more than the %d allowed", len(data), MaxProjectionRecordSize)
 	}
-	doc, err := parseDocument(data, MaxDelivered)
+	doc, err := parseDocument(data, MaxDelivered, receiptValues(MaxDelivered))
 	if err != nil {
 		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
 	}

@@ -42,7 +42,7 @@ func ParseReceipt(data []byte) (Receipt, error) {
 	if len(data) > MaxProjectionRecordSize {
 		return nil, refuse(CodeTooLarge, "", "receipt is %d bytes, more than the %d allowed", len(data), MaxProjectionRecordSize)
 	}
-	doc, err := parseDocument(data, MaxDelivered)
+	doc, err := parseDocument(data, MaxDelivered, receiptValues(MaxDelivered))
 	if err != nil {
 		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
 	}
@@ -93,7 +93,7 @@ func ParseSubmission(data []byte) (*Submission, error) {
 	if len(data) > MaxSubmissionSize {
 		return nil, refuse(CodeTooLarge, "", "submission is %d bytes, more than the %d allowed", len(data), MaxSubmissionSize)
 	}
-	doc, err := parseDocument(data, MaxManifestItems)
+	doc, err := parseDocument(data, MaxManifestItems, receiptValues(MaxManifestItems))
 	if err != nil {
 		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
 	}

@@ -42,7 +42,7 @@ func ParseTombstone(data []byte) (*Tombstone, error) {
 	if len(data) > MaxTombstoneSize {
 		return nil, refuse(CodeTooLarge, "", "tombstone is %d bytes, more than the %d allowed", len(data), MaxTombstoneSize)
 	}
-	doc, err := parseDocument(data, 64)
+	doc, err := parseDocument(data, 64, receiptValues(64))
 	if err != nil {
 		return nil, &Error{Code: CodeRecordInvalid, Reason: "not strict I-JSON", Err: err}
 	}
