@@ -155,7 +155,8 @@ func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	err := l.verify(sub)
+	trust := l.trust.Load()
+	err := l.verify(sub, trust)
 	<-l.cpu
 	if err != nil {
 		if spentAnyway(err) {
@@ -187,7 +188,7 @@ func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*
 		}
 		if l.seen != nil && !l.seen.mayContain(key.kind, key.id) {
 			// Never indexed, and not claimed: new.
-			acc, err := l.append(ctx, sub, o)
+			acc, err := l.append(ctx, sub, o, trust)
 			if err != nil {
 				l.claims.resolveFailed(key, cl, err)
 				return nil, err
@@ -204,7 +205,7 @@ func (l *Log) submit(ctx context.Context, sub *receipts.Submission, o *order) (*
 			l.claims.failed(key, cl, err)
 			return nil, err
 		}
-		acc, err := l.append(ctx, sub, o)
+		acc, err := l.append(ctx, sub, o, trust)
 		if err != nil {
 			l.claims.resolveFailed(key, cl, err)
 			return nil, err
@@ -226,8 +227,7 @@ func spentAnyway(err error) bool {
 }
 
 // verify checks everything about a submission that needs no log state.
-func (l *Log) verify(sub *receipts.Submission) error {
-	t := l.trust.Load()
+func (l *Log) verify(sub *receipts.Submission, t *receipts.Trust) error {
 	now := l.cfg.Now()
 	f := t.Freshness
 	leaf := sub.Receipt.Canonical()
@@ -282,7 +282,7 @@ func checkProjectionFreshness(r *receipts.ProjectionRecord, now time.Time, f rec
 }
 
 // append logs a verified submission whose id this call owns.
-func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*Accepted, error) {
+func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order, verifiedWith *receipts.Trust) (*Accepted, error) {
 	r := sub.Receipt
 	entry := tessera.NewEntry(r.Canonical())
 	e := Entry{Kind: r.Kind(), ID: r.ID(), LeafHash: [32]byte(entry.LeafHash())}
@@ -299,6 +299,9 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*
 		e.Supersedes = rr.Supersedes
 		var err error
 		pe, future, err = l.appendLineage(ctx, e, entry, o, func() error {
+			if err := l.stillTrusted(rr, verifiedWith); err != nil {
+				return err
+			}
 			if err := l.decideCompaction(ctx, rr, sub.Manifest); err != nil {
 				return err
 			}
@@ -316,7 +319,12 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*
 		e.Item = rr.ItemDigest
 		e.PurgedAt = rr.PurgedAt
 		var err error
-		pe, future, err = l.appendLineage(ctx, e, entry, o, func() error { return l.decideTombstone(ctx, rr) })
+		pe, future, err = l.appendLineage(ctx, e, entry, o, func() error {
+			if err := l.stillTrusted(rr, verifiedWith); err != nil {
+				return err
+			}
+			return l.decideTombstone(ctx, rr)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -357,6 +365,26 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order) (*
 	}
 	l.indexer.add(e, pe)
 	return &Accepted{Index: idx.Index, LeafHash: e.LeafHash, Kind: e.Kind, ID: e.ID}, nil
+}
+
+// stillTrusted checks a compaction's or tombstone's key again, under the
+// lineage lock, when the trust file was reloaded since the receipt was
+// verified: lineage entries may wait in line order for long (as long as
+// the earlier lines of a batch take), and a key revoked meanwhile must not
+// get its entry logged after entries submitted once the revocation took
+// effect.
+func (l *Log) stillTrusted(r receipts.Receipt, verifiedWith *receipts.Trust) error {
+	t := l.trust.Load()
+	if t == verifiedWith {
+		return nil
+	}
+	switch rr := r.(type) {
+	case *receipts.Compaction:
+		return rr.VerifySignature(t.Compactors, l.cfg.Now())
+	case *receipts.Tombstone:
+		return rr.VerifySignature(t.Issuers, l.cfg.Now())
+	}
+	return nil
 }
 
 // appendLineage makes a lineage decision and, if it allows the entry,

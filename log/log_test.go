@@ -694,3 +694,42 @@ func TestSequencerPushback(t *testing.T) {
 		}
 	}
 }
+
+// TestRevocationReachesWaitingLineage: a tombstone and a compaction
+// verified before a trust reload that revokes their keys, and still waiting
+// for their turn in line order, are refused once their turn comes.
+func TestRevocationReachesWaitingLineage(t *testing.T) {
+	tl := newTestLog(t)
+	items := gen.Items("revoked", 2)
+	tomb := tl.tombstone("urn:t:revoked", items[0].ItemDigest)
+	comp := tl.compaction("urn:c:revoked", items[1:], "", nil)
+	for _, sub := range []*receipts.Submission{tomb, comp} {
+		gate := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := tl.SubmitOrdered(context.Background(), sub, gate, make(chan struct{}))
+			done <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // verified, and waiting at the gate
+		revoked := tl.s.Trust(tl.now.Add(-time.Hour))
+		for _, k := range revoked.Issuers {
+			at := time.Now().Add(-time.Second)
+			k.RevokedAt = &at
+		}
+		for _, k := range revoked.Compactors {
+			at := time.Now().Add(-time.Second)
+			k.RevokedAt = &at
+		}
+		tl.SetTrust(revoked)
+		close(gate)
+		err := <-done
+		if c := receipts.ErrorCode(err); c != receipts.CodeKeyRevoked {
+			t.Errorf("%s verified before its key was revoked, logged after: %v, want key_revoked", sub.Receipt.Kind(), err)
+		}
+		tl.SetTrust(tl.s.Trust(tl.now.Add(-time.Hour)))
+	}
+	// With the key trusted again, the same receipts are logged: the
+	// refusal released their ids.
+	tl.mustSubmit(tomb)
+	tl.mustSubmit(comp)
+}
