@@ -24,6 +24,16 @@ import (
 // revoked key is assumed compromised, and a compromised key can sign with
 // any created_at. A "revoked" status without revoked_at revokes the key for
 // every time.
+//
+// Several pins may name the same adapter_id and key_id (a relying party's
+// pin file and a trust file, say). They must pin the same public key:
+// [CheckAdapterPins] refuses pins that disagree, and [FindAdapterPin]
+// finds no usable pin among them. Among pins of the same key the most
+// restrictive one wins, member by member: the key is revoked if any pin
+// revokes it, from the earliest revoked_at (or for every time, if a
+// "revoked" pin has no revoked_at), and it is valid only where every pin's
+// window holds (the latest valid_from, the earliest valid_to). Adding a pin
+// never widens what the others allow.
 type AdapterPin struct {
 	AdapterID string
 	KeyID     string
@@ -39,7 +49,9 @@ var adapterPinMembers = []string{"adapter_id", "key_id", "alg", "public_key_spki
 // maxPinFile caps pin and trust inputs.
 const maxPinFile = 4 << 20
 
-// ParseAdapterPins parses one adapter pin object or an array of them.
+// ParseAdapterPins parses one adapter pin object or an array of them. An
+// array may pin one adapter key several times, but not two public keys
+// under one adapter_id and key_id (see [AdapterPin]).
 func ParseAdapterPins(data []byte) ([]*AdapterPin, error) {
 	if len(data) > maxPinFile {
 		return nil, refuse(CodeTooLarge, "", "pin file is larger than %d bytes", maxPinFile)
@@ -66,7 +78,32 @@ func ParseAdapterPins(data []byte) ([]*AdapterPin, error) {
 		}
 		pins = append(pins, p)
 	}
+	if err := CheckAdapterPins(pins); err != nil {
+		return nil, err
+	}
 	return pins, nil
+}
+
+// CheckAdapterPins refuses pins of which two name the same adapter_id and
+// key_id but different public keys: which key the relying party meant is
+// then unknown. Pins of the same key may repeat; see [AdapterPin] for how
+// they combine.
+func CheckAdapterPins(pins []*AdapterPin) error {
+	type name struct{ adapter, key string }
+	first := make(map[name]int, len(pins))
+	for i, p := range pins {
+		n := name{p.AdapterID, p.KeyID}
+		j, seen := first[n]
+		if !seen {
+			first[n] = i
+			continue
+		}
+		if !pins[j].PublicKey.Equal(p.PublicKey) {
+			return refuse(CodeRecordInvalid, "["+strconv.Itoa(i)+"].public_key_spki_b64u",
+				"pins key %q of adapter %q to another public key than pin %d does", p.KeyID, p.AdapterID, j)
+		}
+	}
+	return nil
 }
 
 func adapterPinFromTree(v *value, path string) (*AdapterPin, error) {
@@ -115,14 +152,55 @@ func (d *decoder) optionalTimestamp(o *value, parent, name string) *time.Time {
 }
 
 // FindAdapterPin returns the pin for the record's adapter id and key id, or
-// an adapter_key_not_pinned refusal.
+// an adapter_key_not_pinned refusal. When several pins match, they must pin
+// the same public key (else the refusal says they are ambiguous), and the
+// result is a new pin combining them, the most restrictive member by
+// member (see [AdapterPin]); the pins given are not changed.
 func FindAdapterPin(pins []*AdapterPin, adapterID, keyID string) (*AdapterPin, error) {
+	var found *AdapterPin
+	merged := false
 	for _, p := range pins {
-		if p.AdapterID == adapterID && p.KeyID == keyID {
-			return p, nil
+		if p.AdapterID != adapterID || p.KeyID != keyID {
+			continue
+		}
+		switch {
+		case found == nil:
+			found = p
+		case !found.PublicKey.Equal(p.PublicKey):
+			return nil, refuse(CodeAdapterKeyNotPinned, "adapter", "the pins of key %q for adapter %q disagree on its public key, so none is used", keyID, adapterID)
+		default:
+			if !merged {
+				c := *found
+				found, merged = &c, true
+			}
+			found.restrict(p)
 		}
 	}
-	return nil, refuse(CodeAdapterKeyNotPinned, "adapter", "no pinned key %q for adapter %q", keyID, adapterID)
+	if found == nil {
+		return nil, refuse(CodeAdapterKeyNotPinned, "adapter", "no pinned key %q for adapter %q", keyID, adapterID)
+	}
+	return found, nil
+}
+
+// restrict narrows p to what both p and q allow.
+func (p *AdapterPin) restrict(q *AdapterPin) {
+	always := func(x *AdapterPin) bool { return x.Status == "revoked" && x.RevokedAt == nil }
+	switch {
+	case always(p):
+	case always(q):
+		p.RevokedAt = nil
+	case q.RevokedAt != nil && (p.RevokedAt == nil || q.RevokedAt.Before(*p.RevokedAt)):
+		p.RevokedAt = q.RevokedAt
+	}
+	if q.Status == "revoked" {
+		p.Status = "revoked"
+	}
+	if q.ValidFrom.After(p.ValidFrom) {
+		p.ValidFrom = q.ValidFrom
+	}
+	if q.ValidTo != nil && (p.ValidTo == nil || q.ValidTo.Before(*p.ValidTo)) {
+		p.ValidTo = q.ValidTo
+	}
 }
 
 // CheckCurrent checks that the key was valid at createdAt and is not

@@ -321,7 +321,10 @@ func readAdapterPins(path string) ([]*receipts.AdapterPin, error) {
 }
 
 // readPins returns the pinned adapter keys of a --trust file's adapters
-// and of an --adapters file, either of which may be "".
+// and of an --adapters file, either of which may be "". Both count: a key
+// pinned in both is judged under the most restrictive of its pins (see
+// receipts.AdapterPin), and the two may not pin different public keys
+// under one adapter id and key id.
 func readPins(trustPath, adaptersPath string) ([]*receipts.AdapterPin, *receipts.Trust, error) {
 	var pins []*receipts.AdapterPin
 	var trust *receipts.Trust
@@ -336,6 +339,14 @@ func readPins(trustPath, adaptersPath string) ([]*receipts.AdapterPin, *receipts
 		p, err := readAdapterPins(adaptersPath)
 		if err != nil {
 			return nil, nil, err
+		}
+		for _, q := range p {
+			for _, tp := range pins {
+				if tp.AdapterID == q.AdapterID && tp.KeyID == q.KeyID && !tp.PublicKey.Equal(q.PublicKey) {
+					return nil, nil, inputError(fmt.Errorf("%s and %s pin key %q of adapter %q to different public keys", trustPath, adaptersPath, q.KeyID, q.AdapterID),
+						"a key id names one key: remove the stale pin from one of the files")
+				}
+			}
 		}
 		pins = append(pins, p...)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -916,5 +917,54 @@ func TestVerifyProjectionTrust(t *testing.T) {
 	}
 	if code, _, _ := runVerifyCmd(t, "projection", record, "--trust", pins); code != 2 {
 		t.Errorf("pins given as a trust file: exit %d", code)
+	}
+}
+
+// TestVerifyDuplicatePins: a key pinned twice, in the --trust file and in
+// --adapters or twice in one --adapters file, is judged under the most
+// restrictive pin, whatever the order; two public keys under one adapter
+// id and key id are refused as ambiguous.
+func TestVerifyDuplicatePins(t *testing.T) {
+	dir, record, pins, _, _ := vtInteropFiles(t)
+	at := "2026-07-29T17:01:00Z"
+	pin := vtRead(t, pins)
+	var m map[string]any
+	if err := json.Unmarshal(pin, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["status"], m["revoked_at"] = "revoked", "2026-07-29T12:00:00.000Z"
+	revokedPin, _ := json.Marshal(m)
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m["status"], m["revoked_at"], m["public_key_spki_b64u"] = "active", nil, receipts.PublicKeySPKI(pub)
+	otherKeyPin, _ := json.Marshal(m)
+	trustWith := func(name string, pins ...[]byte) string {
+		return writeFile(t, dir, name, []byte(`{"adapters": [`+string(bytes.Join(pins, []byte(",")))+`], "compactors": [], "issuers": []}`))
+	}
+	activeTrust := trustWith("active-trust.json", pin)
+	revoked := writeFile(t, dir, "revoked.json", revokedPin)
+	bothInOne := writeFile(t, dir, "both.json", []byte("["+string(pin)+","+string(revokedPin)+"]"))
+	otherKey := writeFile(t, dir, "other-key.json", otherKeyPin)
+
+	for _, cmd := range []string{"projection", "receipt"} {
+		if code, out, errOut := runVerifyCmd(t, cmd, record, "--trust", activeTrust, "--at", at); code != 0 || vtResult(t, out) != "VALID" {
+			t.Fatalf("%s: the active pin alone: exit %d\n%s\n%s", cmd, code, out, errOut)
+		}
+		for name, args := range map[string][]string{
+			"--trust active, --adapters revoked": {"--trust", activeTrust, "--adapters", revoked},
+			"--adapters [active, revoked]":       {"--adapters", bothInOne},
+			"--trust revoked, --adapters active": {"--trust", trustWith("revoked-trust.json", revokedPin), "--adapters", pins},
+		} {
+			code, out, errOut := runVerifyCmd(t, append([]string{cmd, record, "--at", at}, args...)...)
+			if code != 1 || vtResult(t, out) != "adapter_key_revoked" {
+				t.Errorf("%s, %s: exit %d\n%s\n%s", cmd, name, code, out, errOut)
+			}
+		}
+		code, out, errOut := runVerifyCmd(t, cmd, record, "--at", at, "--trust", activeTrust, "--adapters", otherKey)
+		if code != 2 || !strings.Contains(errOut, "public key") {
+			t.Errorf("%s, another key under the same adapter and key id: exit %d\n%s\n%s", cmd, code, out, errOut)
+		}
 	}
 }
