@@ -62,10 +62,13 @@ type malformedError string
 func (e malformedError) Error() string        { return string(e) }
 func (e malformedError) Is(target error) bool { return target == ErrMalformed }
 
-// maxCheckpointSize bounds a signed checkpoint: the note text plus up to 100
+// MaxCheckpointSize bounds a signed checkpoint: the note text plus up to 100
 // signature lines (the most note.Open reads), ML-DSA-44 cosignatures being the
-// largest at about 3.3 kB each.
-const maxCheckpointSize = 512 << 10
+// largest at about 3.3 kB each. [OpenCheckpoint] refuses larger ones, and a
+// log source need read no more.
+const MaxCheckpointSize = 512 << 10
+
+const maxCheckpointSize = MaxCheckpointSize
 
 var errMalformedCheckpoint error = malformedError("malformed checkpoint")
 

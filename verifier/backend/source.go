@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -23,6 +24,7 @@ import (
 	"github.com/memtrail/memtrail/internal/atomicfile"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
+	"github.com/transparency-dev/tessera/api/layout"
 	"github.com/transparency-dev/tessera/client"
 )
 
@@ -85,17 +87,26 @@ func (d *Dir) ConsistencyProof(ctx context.Context, from, to uint64) ([][]byte, 
 
 // HTTP reads a log from its URL: the tlog-tiles read API (GET /checkpoint,
 // /tile/…, /tile/entries/…), GET /v1/manifests/{root} and GET
-// /v1/consistency?from=&to=.
+// /v1/consistency?from=&to=. Every answer is read up to a cap, the most
+// the resource can hold; a longer answer is an error, so a hostile log
+// cannot make the verifier buffer whatever it sends.
 type HTTP struct {
 	base   *url.URL
 	client *http.Client
-	tiles  *client.HTTPFetcher
 }
 
 var _ verifier.LogSource = (*HTTP)(nil)
 
-// maxAnswer caps an answer that is not a tile or a bundle.
-const maxAnswer = receipts.MaxManifestSize + 1<<20
+const (
+	// maxAnswer caps an answer that is not a checkpoint, a tile or a
+	// bundle.
+	maxAnswer = receipts.MaxManifestSize + 1<<20
+	// maxTile caps a hash tile: 256 hashes of 32 bytes.
+	maxTile = layout.TileWidth * 32
+	// maxEntryBundle caps an entry bundle: 256 entries, each a 2-byte
+	// length and at most 65,535 bytes.
+	maxEntryBundle = layout.EntryBundleWidth * (2 + 65535)
+)
 
 // NewHTTP returns the source for the log at rawURL. A nil client means one
 // with a one-minute timeout per request.
@@ -110,27 +121,52 @@ func NewHTTP(rawURL string, c *http.Client) (*HTTP, error) {
 	if c == nil {
 		c = &http.Client{Timeout: time.Minute}
 	}
-	f, err := client.NewHTTPFetcher(u, c)
-	if err != nil {
-		return nil, err
-	}
-	return &HTTP{base: u, client: c, tiles: f}, nil
+	return &HTTP{base: u, client: c}, nil
 }
 
+// ReadCheckpoint fetches GET /checkpoint, at most MaxCheckpointSize bytes.
 func (h *HTTP) ReadCheckpoint(ctx context.Context) ([]byte, error) {
-	return h.tiles.ReadCheckpoint(ctx)
+	return h.fetch(ctx, layout.CheckpointPath, "checkpoint", verifier.MaxCheckpointSize)
 }
 
+// ReadTile fetches a hash tile, at most 256×32 bytes. A partial tile the
+// log no longer has is read as the full tile that replaced it.
 func (h *HTTP) ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
-	return h.tiles.ReadTile(ctx, level, index, p)
+	return partialOrFull(p, func(p uint8) ([]byte, error) {
+		return h.fetch(ctx, layout.TilePath(level, index, p), fmt.Sprintf("tile %d/%d", level, index), maxTile)
+	})
 }
 
+// ReadEntryBundle fetches an entry bundle, at most 256×(2+65,535) bytes. A
+// partial bundle the log no longer has is read as the full bundle that
+// replaced it.
 func (h *HTTP) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
-	return h.tiles.ReadEntryBundle(ctx, index, p)
+	return partialOrFull(p, func(p uint8) ([]byte, error) {
+		return h.fetch(ctx, layout.EntriesPath(index, p), fmt.Sprintf("entry bundle %d", index), maxEntryBundle)
+	})
 }
 
-// get fetches path under the log's URL; a 404 wraps fs.ErrNotExist.
+// partialOrFull reads the partial resource of width p, or the full one
+// when the log has no partial one any more (the tree grew past it), as
+// tessera's fetchers do.
+func partialOrFull(p uint8, read func(uint8) ([]byte, error)) ([]byte, error) {
+	b, err := read(p)
+	if p > 0 && errors.Is(err, fs.ErrNotExist) {
+		return read(0)
+	}
+	return b, err
+}
+
+// get fetches path under the log's URL, at most maxAnswer bytes; a 404
+// wraps fs.ErrNotExist.
 func (h *HTTP) get(ctx context.Context, path string) ([]byte, error) {
+	return h.fetch(ctx, path, "answer", maxAnswer)
+}
+
+// fetch fetches path under the log's URL, the resource what, reading at
+// most limit bytes of the (decoded) body: a longer answer is an error
+// naming the resource and the cap. A 404 wraps fs.ErrNotExist.
+func (h *HTTP) fetch(ctx context.Context, path, what string, limit int64) ([]byte, error) {
 	u, err := h.base.Parse(path)
 	if err != nil {
 		return nil, err
@@ -144,7 +180,7 @@ func (h *HTTP) get(ctx context.Context, path string) ([]byte, error) {
 		return nil, fmt.Errorf("couldn't reach the log: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
@@ -153,8 +189,8 @@ func (h *HTTP) get(ctx context.Context, path string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: %s: %w", u, refusalText(body), fs.ErrNotExist)
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("GET %s: %s: %s", u, resp.Status, refusalText(body))
-	case len(body) > maxAnswer:
-		return nil, fmt.Errorf("GET %s: answer larger than %d bytes", u, maxAnswer)
+	case int64(len(body)) > limit:
+		return nil, fmt.Errorf("GET %s: the log's %s is larger than %d bytes, the most it can hold", u, what, limit)
 	}
 	return body, nil
 }
