@@ -447,6 +447,9 @@ func (a *auditor) first(check string) *Finding {
 
 var checkOrder = map[string]int{CheckSavedState: 0, CheckTreeRoot: 1, CheckReceipts: 2, CheckLineage: 3, CheckObligations: 4}
 
+// sortedFindings sorts the findings in check and index order and returns
+// at most MaxReportedFindings of them, always including each check's first
+// (see keep), and whether any were left out.
 func (a *auditor) sortedFindings() ([]Finding, bool) {
 	fs := a.findings
 	sort.SliceStable(fs, func(i, j int) bool {
@@ -459,13 +462,38 @@ func (a *auditor) sortedFindings() ([]Finding, bool) {
 		}
 		return *fs[i].Index < *fs[j].Index
 	})
-	if len(fs) > MaxReportedFindings {
-		return fs[:MaxReportedFindings], true
+	kept := a.keep(MaxReportedFindings, func(string) bool { return true })
+	return kept, len(kept) < len(a.findings)
+}
+
+// keep returns at most limit of the findings of the checks in, in the
+// order a.findings has, always including the first finding of each such
+// check (by index, as first chooses it): a check's outcome is derived from
+// its first finding, so a report or a state that lists a check's findings
+// only in part must still list that one.
+func (a *auditor) keep(limit int, in func(check string) bool) []Finding {
+	firsts := map[*Finding]bool{}
+	for c := range checkOrder {
+		if in(c) {
+			if f := a.first(c); f != nil {
+				firsts[f] = true
+			}
+		}
 	}
-	if fs == nil {
-		fs = []Finding{}
+	room := limit - len(firsts)
+	out := []Finding{}
+	for i := range a.findings {
+		f := &a.findings[i]
+		switch {
+		case !in(f.Check):
+		case firsts[f]:
+			out = append(out, *f)
+		case room > 0:
+			out = append(out, *f)
+			room--
+		}
 	}
-	return fs, false
+	return out
 }
 
 // auditBatch is the entries of one bundle, verified by a worker and then

@@ -723,6 +723,52 @@ func TestAuditForkAndRollback(t *testing.T) {
 	})
 }
 
+// TestAuditResumeKeepsOutcomes: a state keeps at most MaxReportedFindings
+// findings, receipt findings first, yet a resumed audit must report the
+// same check outcomes as an audit of the whole log: a lineage violation
+// beyond the cap still fails the lineage check after resuming.
+func TestAuditResumeKeepsOutcomes(t *testing.T) {
+	key := newLogKey(t)
+	sc := newScenario(t)
+	dir := t.TempDir()
+	leaves := make([][]byte, 0, verifier.MaxReportedFindings+2)
+	for i := range verifier.MaxReportedFindings {
+		leaves = append(leaves, []byte(fmt.Sprintf("not a receipt %d", i)))
+	}
+	leaves = append(leaves, sc.proj("urn:p:0"), sc.proj("urn:p:0"))
+	writeRaw(t, dir, key, leaves)
+	at := sc.base.Add(time.Hour)
+	rep, st := audit(t, dirSource(t, dir), key, auditRun{trust: sc.trust, at: at})
+	if c := checkOutcome(rep, verifier.CheckLineage); c.Outcome != verifier.Failed || c.Code != receipts.CodeProjectionReplay || st == nil {
+		t.Fatalf("first audit: lineage %+v\n%s", c, rep.Summary())
+	}
+	if !rep.FindingsTruncated || len(rep.Findings) != verifier.MaxReportedFindings || len(findingsByCode(rep)[receipts.CodeProjectionReplay]) != 1 {
+		t.Errorf("the truncated findings do not list the lineage check's finding (%d listed, truncated %v)", len(rep.Findings), rep.FindingsTruncated)
+	}
+	st, err := verifier.ParseAuditState(st.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRaw(t, dir, key, [][]byte{sc.proj("urn:p:1")})
+	resumed, _ := audit(t, dirSource(t, dir), key, auditRun{trust: sc.trust, at: at, state: st})
+	whole, _ := audit(t, dirSource(t, dir), key, auditRun{trust: sc.trust, at: at})
+	if resumed.ResumedFrom == nil || resumed.EntriesAudited != 1 {
+		t.Fatalf("not resumed: %s", resumed.Summary())
+	}
+	for _, name := range []string{verifier.CheckReceipts, verifier.CheckLineage, verifier.CheckObligations} {
+		r, w := checkOutcome(resumed, name), checkOutcome(whole, name)
+		if r.Outcome != w.Outcome || r.Code != w.Code || r.Member != w.Member {
+			t.Errorf("%s: resumed %+v, whole log %+v", name, r, w)
+		}
+	}
+	if c := checkOutcome(resumed, verifier.CheckLineage); c.Outcome != verifier.Failed || c.Code != receipts.CodeProjectionReplay {
+		t.Errorf("resumed: lineage %+v", c)
+	}
+	if resumed.Result != whole.Result || !reflect.DeepEqual(resumed.FindingCounts, whole.FindingCounts) {
+		t.Errorf("resumed: %s %v; whole log: %s %v", resumed.Result, resumed.FindingCounts, whole.Result, whole.FindingCounts)
+	}
+}
+
 // TestAuditResume checks that a resumed audit reads only new entries,
 // carries earlier findings, finds an id reused across the boundary, and
 // audits everything again when the trust file changed.

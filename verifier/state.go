@@ -65,7 +65,9 @@ type AuditState struct {
 	Compactions []StateCompaction
 	Tombstones  []StateTombstone
 	// FindingCounts and Findings are the receipt and lineage findings of
-	// the entries below TreeSize (Findings capped at MaxReportedFindings).
+	// the entries below TreeSize (Findings capped at MaxReportedFindings,
+	// always holding the first finding of each of the two checks, from
+	// which a resumed audit derives their outcomes).
 	FindingCounts map[receipts.Code]uint64
 	Findings      []Finding
 }
@@ -467,11 +469,8 @@ func (a *auditor) state(trustDigest string) *AuditState {
 	for c, n := range a.persistCounts {
 		s.FindingCounts[c] = n
 	}
-	s.Findings = []Finding{}
-	for _, f := range a.findings {
-		if (f.Check == CheckReceipts || f.Check == CheckLineage) && len(s.Findings) < MaxReportedFindings {
-			s.Findings = append(s.Findings, f)
-		}
-	}
+	// At most MaxReportedFindings, but always the first of each check, so
+	// that a resumed audit derives the same check outcomes as a whole one.
+	s.Findings = a.keep(MaxReportedFindings, func(c string) bool { return c == CheckReceipts || c == CheckLineage })
 	return s
 }
