@@ -509,8 +509,11 @@ func FuzzParseProof(f *testing.F) {
 		if got := p.Format(); !bytes.Equal(got, b) {
 			t.Fatalf("Format(ParseProof(%q)) = %q", b, got)
 		}
-		// formats/proof reads lines with a bufio.Scanner, limited to 64 KiB.
-		if longestLine(b) < 64<<10-1 {
+		// formats/proof reads lines with a bufio.Scanner, limited to 64 KiB,
+		// which also drops a carriage return before a newline: ParseProof
+		// keeps the bytes as they are (a checkpoint with one then fails to
+		// verify), so inputs holding "\r\n" are not compared.
+		if longestLine(b) < 64<<10-1 && !bytes.Contains(b, []byte("\r\n")) {
 			var theirs tdproof.TLogProof
 			if err := theirs.Unmarshal(b); err != nil {
 				t.Fatalf("formats/proof refused %q, which ParseProof accepted: %v", b, err)
