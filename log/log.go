@@ -231,7 +231,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		// publication loop, which asks the witnesses again every
 		// interval: a new log then waits for its witnesses as a restarted
 		// one does, instead of not starting.
-		l.logger.Warn("the witnesses did not cosign the new log's first checkpoint; nothing is published until they do", "error", err)
+		l.logger.Warn("the witnesses did not cosign the new log's first checkpoint; nothing is published until they do", "error", shortError(err))
 		appender, shutdown, reader, err = tessera.NewAppender(runCtx, driver, opts)
 	}
 	if err != nil {
@@ -380,4 +380,14 @@ func (l *Log) Reader() tessera.LogReader { return l.reader }
 // (which may be ahead of the published checkpoint).
 func (l *Log) IntegratedSize(ctx context.Context) (uint64, error) {
 	return l.reader.IntegratedSize(ctx)
+}
+
+// shortError is err's text cut to 1 KiB: errors from Tessera's witness
+// client quote what witnesses answered, which is theirs to choose.
+func shortError(err error) string {
+	const max = 1 << 10
+	if s := err.Error(); len(s) > max {
+		return s[:max] + fmt.Sprintf("… (%d bytes)", len(s))
+	}
+	return err.Error()
 }

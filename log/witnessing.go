@@ -1,10 +1,18 @@
 package log
 
 import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 
 	"github.com/transparency-dev/tessera"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // Witnessing is done by Tessera: before it publishes a checkpoint, its
@@ -22,33 +30,116 @@ import (
 // policy's quorum, counting those published without it.
 
 // witnessTransport is the HTTP transport of Tessera's witness requests. It
-// counts them in the metrics by witness key name and HTTP status.
+// counts them in the metrics by witness key name and HTTP status, and it
+// holds every answer to the rules auditors apply (verifier.OpenCheckpoint),
+// which are stricter than Tessera's: an answer is read up to
+// maxWitnessAnswer bytes, and a 200 answer must be nothing but signature
+// lines of that witness, each a valid cosignature/v1 over the exact
+// checkpoint text sent, with a timestamp below 2^63. Any other answer is
+// turned into an error, so Tessera counts that witness as failed instead of
+// appending a line that would make every proof fail for auditors.
 type witnessTransport struct {
-	base    http.RoundTripper
-	names   map[string]string // add-checkpoint URL → witness key name
-	metrics *Metrics
+	base      http.RoundTripper
+	verifiers map[string]note.Verifier // add-checkpoint URL → witness key
+	metrics   *Metrics
 }
 
+// maxWitnessAnswer caps a witness's answer: a few signature lines, or a
+// decimal size.
+const maxWitnessAnswer = 64 << 10
+
 func newWitnessClient(wg *tessera.WitnessGroup, m *Metrics) *http.Client {
-	names := make(map[string]string)
-	for u, v := range wg.Endpoints() {
-		names[u] = v.Name()
+	return &http.Client{
+		Transport: &witnessTransport{base: http.DefaultTransport, verifiers: wg.Endpoints(), metrics: m},
+		// A witness's redirect is its answer (a failure), not a request
+		// for the log to post elsewhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &http.Client{Transport: &witnessTransport{base: http.DefaultTransport, names: names, metrics: m}}
 }
 
 func (t *witnessTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	v, ok := t.verifiers[req.URL.String()]
+	name := "other" // not an endpoint of the policy; keeps the label set bounded
+	if ok {
+		name = v.Name()
+	}
+	var sent []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		sent = b
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	}
 	resp, err := t.base.RoundTrip(req)
-	name, ok := t.names[req.URL.String()]
+	if err != nil {
+		t.metrics.witnessRequest(name, "error")
+		return nil, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxWitnessAnswer+1))
+	resp.Body.Close()
+	if err == nil && len(body) > maxWitnessAnswer {
+		err = fmt.Errorf("witness %s answered more than %d bytes", name, maxWitnessAnswer)
+	}
+	if err == nil && resp.StatusCode == http.StatusOK {
+		if !ok {
+			err = fmt.Errorf("answer from %s, which is not an endpoint of the policy", req.URL.Redacted())
+		} else {
+			err = checkCosignatures(v, sent, body)
+		}
+	}
+	if err != nil {
+		t.metrics.witnessRequest(name, "invalid")
+		return nil, err
+	}
+	t.metrics.witnessRequest(name, strconv.Itoa(resp.StatusCode))
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return resp, nil
+}
+
+// checkCosignatures checks a witness's 200 answer to an add-checkpoint
+// request: one or more signature lines of witness v, each a cosignature
+// over the checkpoint text of the request, timestamped below 2^63.
+func checkCosignatures(v note.Verifier, request, answer []byte) error {
+	// The request is "old N", the proof lines, a blank line, and the signed
+	// checkpoint: its text, a blank line and its signatures.
+	_, signed, ok := bytes.Cut(request, []byte("\n\n"))
 	if !ok {
-		name = "other" // not an endpoint of the policy; keeps the label set bounded
+		return errors.New("add-checkpoint request without a checkpoint")
 	}
-	code := "error"
-	if err == nil {
-		code = strconv.Itoa(resp.StatusCode)
+	i := bytes.Index(signed, []byte("\n\n"))
+	if i < 0 {
+		return errors.New("add-checkpoint request with an unsigned checkpoint")
 	}
-	t.metrics.witnessRequest(name, code)
-	return resp, err
+	text := signed[:i+1]
+	if len(answer) == 0 || answer[len(answer)-1] != '\n' {
+		return fmt.Errorf("witness %s answered no signature line", v.Name())
+	}
+	for _, line := range bytes.Split(answer[:len(answer)-1], []byte("\n")) {
+		rest, ok := bytes.CutPrefix(line, []byte("\u2014 "))
+		if !ok {
+			return fmt.Errorf("witness %s answered a line that is not a signature line: %.80q", v.Name(), line)
+		}
+		keyName, b64, ok := bytes.Cut(rest, []byte(" "))
+		sig, err := base64.StdEncoding.DecodeString(string(b64))
+		switch {
+		case !ok || err != nil || len(sig) < 4:
+			return fmt.Errorf("witness %s answered a malformed signature line", v.Name())
+		case string(keyName) != v.Name() || binary.BigEndian.Uint32(sig) != v.KeyHash():
+			return fmt.Errorf("witness %s answered a signature of another key (%.80s)", v.Name(), keyName)
+		case len(sig) != 4+8+ed25519.SignatureSize:
+			return fmt.Errorf("witness %s answered a signature that is not a cosignature/v1", v.Name())
+		case binary.BigEndian.Uint64(sig[4:12]) >= 1<<63:
+			return fmt.Errorf("witness %s answered a cosignature with an out-of-range timestamp", v.Name())
+		case !v.Verify(text, sig[4:]):
+			return fmt.Errorf("witness %s answered a cosignature that does not verify over the checkpoint sent", v.Name())
+		}
+	}
+	return nil
 }
 
 // checkpointPublished judges the published checkpoint raw, under a witness
