@@ -369,19 +369,36 @@ func newLogger(format string) (*slog.Logger, error) {
 	return nil, withHint(fmt.Errorf("unknown log format %q", format), "use --log-format text or --log-format json")
 }
 
-// quietTessera routes Tessera's klog output to our logger, warnings and
-// errors only.
+// quietTessera routes Tessera's klog output to our logger: errors, and
+// what it says about witnesses (klog hands its warnings over at Info
+// level, so they cannot be told from Tessera's chatter by level alone);
+// those are logged as warnings.
 func quietTessera(logger *slog.Logger) {
-	klog.SetSlogLogger(slog.New(levelFilter{logger.Handler(), slog.LevelWarn}))
+	klog.SetSlogLogger(slog.New(tesseraFilter{logger.Handler()}))
 }
 
-type levelFilter struct {
-	slog.Handler
-	min slog.Level
+type tesseraFilter struct{ slog.Handler }
+
+func (f tesseraFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo && f.Handler.Enabled(ctx, max(l, slog.LevelWarn))
 }
 
-func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= f.min && f.Handler.Enabled(ctx, l)
+func (f tesseraFilter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		if !strings.Contains(strings.ToLower(r.Message), "witness") {
+			return nil
+		}
+		r.Level = slog.LevelWarn
+	}
+	return f.Handler.Handle(ctx, r)
+}
+
+func (f tesseraFilter) WithAttrs(as []slog.Attr) slog.Handler {
+	return tesseraFilter{f.Handler.WithAttrs(as)}
+}
+
+func (f tesseraFilter) WithGroup(name string) slog.Handler {
+	return tesseraFilter{f.Handler.WithGroup(name)}
 }
 
 // loadOrCreateLogKey returns the log's signing key and verifier key,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -342,5 +343,20 @@ func TestServeRefusesBadLimits(t *testing.T) {
 		if _, err := os.Stat(data); !os.IsNotExist(err) {
 			t.Errorf("serve %v left a data directory: %v", args, err)
 		}
+	}
+}
+
+// TestTesseraFilter: of what Tessera logs through klog, errors and
+// anything about witnesses reach the log (warnings arrive at Info level),
+// and nothing else does.
+func TestTesseraFilter(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(tesseraFilter{slog.NewTextHandler(&buf, nil)})
+	l.Info("Initializing directory for POSIX log")
+	l.Info("WitnessGateway: failing-open despite error")
+	l.Error("couldn't integrate")
+	out := buf.String()
+	if strings.Contains(out, "Initializing") || !strings.Contains(out, "level=WARN msg=\"WitnessGateway") || !strings.Contains(out, "level=ERROR msg=\"couldn't integrate\"") {
+		t.Errorf("filtered log:\n%s", out)
 	}
 }
