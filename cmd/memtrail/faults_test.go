@@ -325,7 +325,9 @@ func waitIndexedAll(t *testing.T, base string, acked map[string]api.Accepted) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the index did not reach %d in 15s", last)
+			t.Fatalf("the index did not reach %d in 15s: watermark %v, index errors %v, storage writable %v, tree size %v", last,
+				metric(string(raw), "memtrail_index_watermark"), metric(string(raw), "memtrail_index_errors_total"),
+				metric(string(raw), "memtrail_storage_writable"), metric(string(raw), "memtrail_tree_size"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
