@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/memtrail/memtrail/receipts"
-	_ "modernc.org/sqlite"
+	"modernc.org/sqlite"
 )
 
 // SQLiteIndex is the embedded Index: the lineage state in a SQLite database
@@ -55,6 +55,7 @@ func OpenSQLiteIndex(path string) (*SQLiteIndex, error) {
 		return nil, fmt.Errorf("couldn't open index database: %w", err)
 	}
 	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(maxIdleConns)
 	if _, err := db.Exec(sqliteSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("couldn't create index schema in %s: %w", path, err)
@@ -81,6 +82,27 @@ func OpenSQLiteIndex(path string) (*SQLiteIndex, error) {
 	go x.syncLoop()
 	return x, nil
 }
+
+// dropReadOnly closes the idle connections after a write failed on a
+// read-only one. SQLite opens a database it cannot write read-only,
+// silently, and such a connection stays read-only: one the pool opened
+// while the directory was read-only would refuse every write after the
+// directory is writable again. Closing them lets the next write open a
+// connection that can write.
+func (x *SQLiteIndex) dropReadOnly(err error) {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqliteReadOnly {
+		x.db.SetMaxIdleConns(0)
+		x.db.SetMaxIdleConns(maxIdleConns)
+	}
+}
+
+// sqliteReadOnly is SQLITE_READONLY, the primary code of "attempt to write
+// a readonly database".
+const sqliteReadOnly = 8
+
+// maxIdleConns is database/sql's default, restored after dropReadOnly.
+const maxIdleConns = 2
 
 // syncLoop makes the id table durable about once a second.
 func (x *SQLiteIndex) syncLoop() {
@@ -131,6 +153,7 @@ func (x *SQLiteIndex) sqlWatermark(ctx context.Context) (uint64, error) {
 }
 
 func (x *SQLiteIndex) Apply(ctx context.Context, first uint64, entries []Entry) (err error) {
+	defer func() { x.dropReadOnly(err) }()
 	for i := range entries {
 		if entries[i].Index != first+uint64(i) {
 			return fmt.Errorf("entry %d carries index %d: %w", first+uint64(i), entries[i].Index, ErrOutOfOrder)
@@ -349,6 +372,7 @@ func (x *SQLiteIndex) Counts(ctx context.Context) (map[receipts.Kind]uint64, err
 
 func (x *SQLiteIndex) PutCheckpoint(ctx context.Context, size uint64, signed []byte) error {
 	if _, err := x.db.ExecContext(ctx, "INSERT INTO checkpoints (size, note) VALUES (?, ?) ON CONFLICT (size) DO UPDATE SET note = excluded.note", int64(size), signed); err != nil {
+		x.dropReadOnly(err)
 		return fmt.Errorf("couldn't record checkpoint %d: %w", size, err)
 	}
 	return nil
@@ -379,7 +403,8 @@ func (x *SQLiteIndex) LatestCheckpoint(ctx context.Context) (uint64, []byte, err
 	return uint64(size), note, nil
 }
 
-func (x *SQLiteIndex) Reset(ctx context.Context) error {
+func (x *SQLiteIndex) Reset(ctx context.Context) (err error) {
+	defer func() { x.dropReadOnly(err) }()
 	tx, err := x.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("couldn't begin index reset: %w", err)
