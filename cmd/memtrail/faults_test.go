@@ -583,12 +583,24 @@ func makeReadOnly(t *testing.T, dir string) *readOnly {
 	t.Helper()
 	r := &readOnly{t: t, dir: dir}
 	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err == nil {
-		if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
-			syscall.Unmount(dir, 0)
-			t.Fatalf("remounting %s read-only: %v", dir, err)
-		}
 		r.bind = true
-		return r
+		// Under load the server may open a file for writing through the
+		// new mount before it turns read-only, which makes the remount
+		// busy: detach that mount and try again.
+		for i := 0; ; i++ {
+			err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, "")
+			if err == nil {
+				return r
+			}
+			r.undo()
+			if !errors.Is(err, syscall.EBUSY) || i == 50 {
+				t.Fatalf("remounting %s read-only: %v", dir, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+			if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
+				t.Fatalf("bind-mounting %s: %v", dir, err)
+			}
+		}
 	}
 	r.modes = map[string]os.FileMode{}
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
