@@ -266,20 +266,6 @@ func readManifest(path string, lattice *receipts.Lattice) (*receipts.Manifest, e
 	return receipts.NewManifest(items)
 }
 
-// trustLattice returns the sensitivity lattice of a trust file, read as
-// the log reads it.
-func trustLattice(path string) (*receipts.Lattice, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("couldn't read the trust file: %w", err)
-	}
-	t, err := receipts.ParseTrust(b)
-	if err != nil {
-		return nil, withHint(fmt.Errorf("%s: %w", path, err), "docs/profile.md describes the trust file")
-	}
-	return t.Lattice, nil
-}
-
 func signCompaction(args []string) error {
 	fs := newFlagSet("sign compaction", signUsage)
 	keyFlag := fs.String("key", "", "compactor private key (PEM PKCS#8)")
@@ -316,9 +302,11 @@ func signCompaction(args []string) error {
 		return err
 	}
 	if *trustFlag != "" {
-		if lattice, err = trustLattice(*trustFlag); err != nil {
+		t, err := readTrust(*trustFlag) // as the log reads it
+		if err != nil {
 			return err
 		}
+		lattice = t.Lattice
 	}
 	mf, err := readManifest(*manifestFlag, lattice)
 	if err != nil {
