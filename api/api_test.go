@@ -79,6 +79,27 @@ func (ts *testServer) do(method, path, ctype string, body []byte) (int, http.Hea
 	return resp.StatusCode, resp.Header, b
 }
 
+// batch posts lines to /v1/batch and decodes its answer lines.
+func (ts *testServer) batch(lines ...[]byte) (int, []BatchResult, []byte) {
+	ts.t.Helper()
+	var body bytes.Buffer
+	for _, line := range lines {
+		body.Write(line)
+		body.WriteByte('\n')
+	}
+	code, _, raw := ts.do("POST", "/v1/batch", "application/x-ndjson", body.Bytes())
+	var results []BatchResult
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for dec.More() {
+		var r BatchResult
+		if err := dec.Decode(&r); err != nil {
+			ts.t.Fatal(err)
+		}
+		results = append(results, r)
+	}
+	return code, results, raw
+}
+
 func (ts *testServer) projection(id string) []byte {
 	r, _, err := ts.s.Projection(id, time.Now().UTC(), 2, 50)
 	if err != nil {
@@ -231,23 +252,9 @@ func TestLineageEndpoints(t *testing.T) {
 	again, mfa, _ := ts.s.Compaction("urn:c:again", items[1:2], "", nil, nil)
 	// One batch: lines are decided in order, so the re-inclusion after the
 	// tombstone is refused and the supersession accepted.
-	var batch bytes.Buffer
-	for _, line := range [][]byte{gen.CompactionSubmission(c1, mf1), ts.projection("urn:p:b1"), tomb.Canonical(), gen.CompactionSubmission(again, mfa), gen.CompactionSubmission(c2, mf2), []byte("{not json"), nil} {
-		batch.Write(line)
-		batch.WriteByte('\n')
-	}
-	code, _, body := ts.do("POST", "/v1/batch", "application/x-ndjson", batch.Bytes())
+	code, results, body := ts.batch(gen.CompactionSubmission(c1, mf1), ts.projection("urn:p:b1"), tomb.Canonical(), gen.CompactionSubmission(again, mfa), gen.CompactionSubmission(c2, mf2), []byte("{not json"), nil)
 	if code != 200 {
 		t.Fatalf("batch: %d %s", code, body)
-	}
-	var results []BatchResult
-	dec := json.NewDecoder(bytes.NewReader(body))
-	for dec.More() {
-		var r BatchResult
-		if err := dec.Decode(&r); err != nil {
-			t.Fatal(err)
-		}
-		results = append(results, r)
 	}
 	want := []int{201, 201, 201, 400, 201, 400, 204}
 	if len(results) != len(want) {
@@ -529,21 +536,7 @@ func TestBatchOrderWithEscapedNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var batch bytes.Buffer
-		for _, line := range [][]byte{escaped, gen.CompactionSubmission(c, mf)} {
-			batch.Write(line)
-			batch.WriteByte('\n')
-		}
-		code, _, body := ts.do("POST", "/v1/batch", "application/x-ndjson", batch.Bytes())
-		var results []BatchResult
-		dec := json.NewDecoder(bytes.NewReader(body))
-		for dec.More() {
-			var r BatchResult
-			if err := dec.Decode(&r); err != nil {
-				t.Fatal(err)
-			}
-			results = append(results, r)
-		}
+		code, results, body := ts.batch(escaped, gen.CompactionSubmission(c, mf))
 		if code != 200 || len(results) != 2 || results[0].Status != 201 || results[1].Refusal == nil || results[1].Refusal.Code != "item_purged" {
 			t.Fatalf("trial %d: %d %s", i, code, body)
 		}
