@@ -229,6 +229,12 @@ func VerifyProjectionSignature(r *ProjectionRecord, pins []*AdapterPin, now time
 	if err != nil {
 		return err
 	}
+	return VerifyProjectionWithPin(r, pin, now)
+}
+
+// VerifyProjectionWithPin is VerifyProjectionSignature under a pin already
+// found (FindAdapterPin) for the record's adapter and key.
+func VerifyProjectionWithPin(r *ProjectionRecord, pin *AdapterPin, now time.Time) error {
 	if err := pin.CheckCurrent(r.CreatedAt, now); err != nil {
 		return err
 	}

@@ -687,7 +687,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 		// (see lineage.apply).
 		pin, err := receipts.FindAdapterPin(t.Adapters, r.Adapter.ID, r.Adapter.KeyID)
 		if err == nil {
-			err = receipts.VerifyProjectionSignature(r, []*receipts.AdapterPin{pin}, r.CreatedAt)
+			err = receipts.VerifyProjectionWithPin(r, pin, r.CreatedAt)
 		}
 		if err != nil {
 			finding(err, receipts.CodeSignatureInvalid, nil)
