@@ -171,36 +171,36 @@ func (g *lineage) apply(e *entryResult, skew time.Duration) []Finding {
 
 	// The log logged this entry no earlier than the floor. A revoked key
 	// is assumed compromised, and a compromised key can sign with any
-	// created_at or purged_at, so a key revoked by the floor is refused
-	// whatever time the receipt names. (The receipt's own time was judged
-	// in verifyEntry; this catches the back-dated ones.)
+	// created_at or purged_at (and an ECCR carries no time), so a key
+	// revoked by the floor is refused whatever time the receipt names.
+	// (The receipt's own time was judged in verifyEntry; this catches the
+	// back-dated ones, and compactions.)
+	revoked := false
 	if g.hasFloor {
-		after := receipts.FormatTimestamp(g.floor)
 		switch {
-		case e.kind == receipts.KindTombstone && e.key != nil && e.key.RevokedAt != nil && !e.key.RevokedAt.After(g.floor):
-			k := e.key
-			finding(receipts.CodeKeyRevoked, "signature.kid", fmt.Sprintf("issuer key %s was revoked at %s, and the log logged this tombstone after %s, whatever its purged_at says",
-				k.KID, receipts.FormatTimestamp(*k.RevokedAt), after), &Evidence{KID: k.KID, LoggedAfter: after})
-		case e.kind == receipts.KindProjection && e.pin != nil && e.pin.RevokedAt != nil && !e.pin.RevokedAt.After(g.floor):
-			p := e.pin
+		case e.key != nil && e.key.RevokedAt != nil && !e.key.RevokedAt.After(g.floor):
+			k, after := e.key, receipts.FormatTimestamp(g.floor)
+			role, whatever := "compactor", ""
+			if e.kind == receipts.KindTombstone {
+				role, whatever = "issuer", ", whatever its purged_at says"
+			}
+			finding(receipts.CodeKeyRevoked, "signature.kid", fmt.Sprintf("%s key %s was revoked at %s, and the log logged this %s after %s%s",
+				role, k.KID, receipts.FormatTimestamp(*k.RevokedAt), e.kind, after, whatever), &Evidence{KID: k.KID, LoggedAfter: after})
+			revoked = true
+		case e.pin != nil && e.pin.RevokedAt != nil && !e.pin.RevokedAt.After(g.floor):
+			p, after := e.pin, receipts.FormatTimestamp(g.floor)
 			finding(receipts.CodeAdapterKeyRevoked, "adapter.key_id", fmt.Sprintf("adapter key %q of %s was revoked at %s, and the log logged this projection after %s, whatever its created_at says",
 				p.KeyID, p.AdapterID, receipts.FormatTimestamp(*p.RevokedAt), after), &Evidence{KID: p.KeyID, LoggedAfter: after})
+			revoked = true
 		}
 	}
 
 	switch e.kind {
 	case receipts.KindCompaction:
-		if e.key != nil && g.hasFloor {
-			// An ECCR carries no time; the log logged it no earlier than
-			// the floor, so its key must not have been revoked or expired
-			// by then.
-			if k := e.key; k.RevokedAt != nil && !k.RevokedAt.After(g.floor) {
-				finding(receipts.CodeKeyRevoked, "signature.kid", fmt.Sprintf("compactor key %s was revoked at %s, and the log logged this compaction after %s",
-					k.KID, receipts.FormatTimestamp(*k.RevokedAt), receipts.FormatTimestamp(g.floor)), &Evidence{KID: k.KID, LoggedAfter: receipts.FormatTimestamp(g.floor)})
-			} else if k.ValidTo != nil && !g.floor.Before(*k.ValidTo) {
-				finding(receipts.CodeKeyExpired, "signature.kid", fmt.Sprintf("compactor key %s expired at %s, and the log logged this compaction after %s",
-					k.KID, receipts.FormatTimestamp(*k.ValidTo), receipts.FormatTimestamp(g.floor)), &Evidence{KID: k.KID, LoggedAfter: receipts.FormatTimestamp(g.floor)})
-			}
+		// Nor may a compactor's key have expired by then.
+		if k := e.key; k != nil && g.hasFloor && !revoked && k.ValidTo != nil && !g.floor.Before(*k.ValidTo) {
+			finding(receipts.CodeKeyExpired, "signature.kid", fmt.Sprintf("compactor key %s expired at %s, and the log logged this compaction after %s",
+				k.KID, receipts.FormatTimestamp(*k.ValidTo), receipts.FormatTimestamp(g.floor)), &Evidence{KID: k.KID, LoggedAfter: receipts.FormatTimestamp(g.floor)})
 		}
 		c := &lineageCompaction{id: e.id, index: e.index, root: e.root, items: e.items, supersedes: e.supersedes}
 		if e.items != nil {
