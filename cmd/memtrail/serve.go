@@ -21,11 +21,11 @@ import (
 	"time"
 
 	"github.com/memtrail/memtrail/api"
+	"github.com/memtrail/memtrail/internal/atomicfile"
 	"github.com/memtrail/memtrail/internal/gen"
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
-	"github.com/memtrail/memtrail/verifier/backend"
 	"github.com/transparency-dev/tessera"
 	"k8s.io/klog/v2"
 )
@@ -445,7 +445,7 @@ func writeVKey(dir, vkey string) error {
 	if old, err := os.ReadFile(path); err == nil && string(old) == vkey+"\n" {
 		return nil
 	}
-	if err := backend.WriteFileAtomic(path, []byte(vkey+"\n"), 0o644); err != nil {
+	if err := atomicfile.Write(path, []byte(vkey+"\n"), 0o644); err != nil {
 		return fmt.Errorf("couldn't write the verifier key: %w", err)
 	}
 	return nil
@@ -501,7 +501,7 @@ func writePolicy(path string, policy []byte, logger *slog.Logger) error {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, policy) {
 		return nil
 	}
-	if err := backend.WriteFileAtomic(path, policy, 0o644); err != nil {
+	if err := atomicfile.Write(path, policy, 0o644); err != nil {
 		return fmt.Errorf("couldn't write the log's tlog-policy: %w", err)
 	}
 	logger.Info("tlog-policy for verifying this log's proofs written", "file", path)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/atomicfile"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/memtrail/memtrail/verifier/backend"
@@ -782,7 +783,7 @@ func verifyLog(args []string) error {
 	if *stateFlag != "" {
 		switch {
 		case state != nil:
-			if err := backend.WriteFileAtomic(*stateFlag, state.Marshal(), 0o600); err != nil {
+			if err := atomicfile.Write(*stateFlag, state.Marshal(), 0o600); err != nil {
 				return inputError(fmt.Errorf("couldn't save the state: %w", err))
 			}
 		case opts.State != nil:
@@ -791,7 +792,7 @@ func verifyLog(args []string) error {
 	}
 	out := stdout()
 	if *jsonFlag != "" {
-		if err := backend.WriteFileAtomic(*jsonFlag, rep.JSON(), 0o644); err != nil {
+		if err := atomicfile.Write(*jsonFlag, rep.JSON(), 0o644); err != nil {
 			return inputError(err)
 		}
 		out = io.Discard

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/atomicfile"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 )
@@ -76,7 +77,7 @@ func (r *FileRegistry) Register(ctx context.Context, id string, record []byte, a
 	if err := f.Add(e); err != nil {
 		return nil, err
 	}
-	if err := WriteFileAtomic(r.path, f.Format(), 0o644); err != nil {
+	if err := atomicfile.Write(r.path, f.Format(), 0o644); err != nil {
 		return nil, err
 	}
 	return &verifier.Registration{Registry: r.path, ProjectionID: id, RecordDigest: e.RecordDigest, RegisteredAt: receipts.FormatTimestamp(at)}, nil

@@ -21,7 +21,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memtrail/memtrail/internal/atomicfile"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/transparency-dev/tessera/api/layout"
@@ -267,9 +266,4 @@ func decodeHashes(in []string) ([][]byte, error) {
 		out = append(out, h)
 	}
 	return out, nil
-}
-
-// WriteFileAtomic replaces path with data; see atomicfile.Write.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return atomicfile.Write(path, data, perm)
 }
