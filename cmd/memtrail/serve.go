@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -441,11 +440,7 @@ func loadOrCreateLogKey(dir, origin string, logger *slog.Logger) (skey, vkey str
 // writeVKey keeps DIR/log.vkey matching the log key, also one made with
 // "memtrail keygen".
 func writeVKey(dir, vkey string) error {
-	path := filepath.Join(dir, logVKeyFile)
-	if old, err := os.ReadFile(path); err == nil && string(old) == vkey+"\n" {
-		return nil
-	}
-	if err := atomicfile.Write(path, []byte(vkey+"\n"), 0o644); err != nil {
+	if _, err := atomicfile.WriteIfChanged(filepath.Join(dir, logVKeyFile), []byte(vkey+"\n"), 0o644); err != nil {
 		return fmt.Errorf("couldn't write the verifier key: %w", err)
 	}
 	return nil
@@ -498,13 +493,13 @@ func readTrust(path string) (*receipts.Trust, error) {
 // proofs with: the --witness-policy file, or for an unwitnessed log its key
 // and "quorum none". It is rewritten only when it changes.
 func writePolicy(path string, policy []byte, logger *slog.Logger) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, policy) {
-		return nil
-	}
-	if err := atomicfile.Write(path, policy, 0o644); err != nil {
+	wrote, err := atomicfile.WriteIfChanged(path, policy, 0o644)
+	if err != nil {
 		return fmt.Errorf("couldn't write the log's tlog-policy: %w", err)
 	}
-	logger.Info("tlog-policy for verifying this log's proofs written", "file", path)
+	if wrote {
+		logger.Info("tlog-policy for verifying this log's proofs written", "file", path)
+	}
 	return nil
 }
 

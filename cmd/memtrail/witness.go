@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/atomicfile"
 	"github.com/memtrail/memtrail/witness"
 	"github.com/memtrail/memtrail/witness/sqlitestore"
 )
@@ -144,11 +145,8 @@ func runWitnessServe(args []string) error {
 	fmt.Println(w.VerifierKey())
 	// witness.vkey is what operators hand to log operators: kept matching
 	// the key, also when the key was made with "memtrail keygen".
-	vpath := filepath.Join(*dataFlag, witnessVKeyFile)
-	if old, err := os.ReadFile(vpath); err != nil || string(old) != w.VerifierKey()+"\n" {
-		if err := os.WriteFile(vpath, []byte(w.VerifierKey()+"\n"), 0o644); err != nil {
-			return fmt.Errorf("couldn't write the verifier key: %w", err)
-		}
+	if _, err := atomicfile.WriteIfChanged(filepath.Join(*dataFlag, witnessVKeyFile), []byte(w.VerifierKey()+"\n"), 0o644); err != nil {
+		return fmt.Errorf("couldn't write the verifier key: %w", err)
 	}
 
 	ln, err := net.Listen("tcp", *listenFlag)

@@ -3,6 +3,7 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -58,4 +59,13 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("couldn't sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// WriteIfChanged is Write, skipped when path already holds data; it
+// reports whether it wrote.
+func WriteIfChanged(path string, data []byte, perm os.FileMode) (bool, error) {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return false, nil
+	}
+	return true, Write(path, data, perm)
 }

@@ -33,3 +33,19 @@ func TestWrite(t *testing.T) {
 		t.Errorf("Write created the missing directory: %v", err)
 	}
 }
+
+func TestWriteIfChanged(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	for i, c := range []struct {
+		data  string
+		wrote bool
+	}{{"a", true}, {"a", false}, {"b", true}} {
+		wrote, err := WriteIfChanged(p, []byte(c.data), 0o644)
+		if err != nil || wrote != c.wrote {
+			t.Errorf("write %d (%q): wrote %v, %v; want %v", i, c.data, wrote, err, c.wrote)
+		}
+		if b, _ := os.ReadFile(p); string(b) != c.data {
+			t.Errorf("write %d: file holds %q", i, b)
+		}
+	}
+}
