@@ -93,9 +93,8 @@ func runProof(args []string) error {
 	body, err := get(client, u)
 	var lr *logRefusal
 	if errors.As(err, &lr) && lr.status == http.StatusNotFound && *sizeFlag > 0 {
-		if e := unpublishedSize(client, base, *sizeFlag); e != nil {
-			return e
-		}
+		// The log's refusal says which sizes it has.
+		return withHint(err, "use the size of a checkpoint the log published, or omit --size to prove against the latest")
 	}
 	if err != nil {
 		return err
@@ -134,30 +133,6 @@ type logRefusal struct {
 }
 
 func (r *logRefusal) Error() string { return r.Code + ": " + r.Detail }
-
-// unpublishedSize explains a proof refused as not found at --size: when
-// the log has no checkpoint of that size, it says which sizes there are.
-// It returns nil when the checkpoint exists (the refusal was about
-// something else) or the log cannot tell.
-func unpublishedSize(client *http.Client, base string, size uint64) error {
-	if _, err := get(client, base+"/v1/checkpoints/"+strconv.FormatUint(size, 10)); err == nil {
-		return nil
-	} else if lr := (*logRefusal)(nil); !errors.As(err, &lr) || lr.status != http.StatusNotFound {
-		return nil
-	}
-	var info api.LogInfo
-	if getJSON(client, base+"/v1/log", &info) != nil {
-		return nil
-	}
-	latest := fmt.Sprintf("the latest is of size %d (GET %s/v1/log)", info.TreeSize, base)
-	var err error
-	if size > info.TreeSize {
-		err = fmt.Errorf("no checkpoint of size %d: the log has published none that large; %s", size, latest)
-	} else {
-		err = fmt.Errorf("no checkpoint of size %d: the log archives only the checkpoints it has published (GET /v1/checkpoints/{size}), and it published none of that size; %s", size, latest)
-	}
-	return withHint(err, fmt.Sprintf("use the size of a checkpoint the log published (such as %d), or omit --size to prove against the latest", info.TreeSize))
-}
 
 func getJSON(client *http.Client, u string, v any) error {
 	body, err := get(client, u)
