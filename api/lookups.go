@@ -314,7 +314,14 @@ func (s *Server) serveCheckpointAt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	if _, latest, err := s.log.Checkpoint(r.Context()); err == nil && latest.Size > size {
+		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		// The latest tree may be published again, signed anew and with
+		// other cosignatures (a witnessed checkpoint after a fail-open
+		// one): not for caching.
+		w.Header().Set("Cache-Control", "no-cache")
+	}
 	w.Write(cp)
 }
 

@@ -34,6 +34,12 @@ type Accepted struct {
 	// is logged, but no checkpoint covered it in time. Fetch the proof
 	// later from GET /v1/proof/{index}.
 	ProofPending string `json:"proof_pending,omitempty"`
+	// ProofWithoutQuorum says, when the answer has a proof, that its
+	// checkpoint lacks the witness quorum of the log's policy (the log
+	// published it with --witness-fail-open): clients that require the
+	// policy refuse the proof. A proof against a later, witnessed
+	// checkpoint is at GET /v1/proof/{index}.
+	ProofWithoutQuorum string `json:"proof_without_quorum,omitempty"`
 }
 
 // maxBody is the body cap of each single-submission endpoint.
@@ -239,6 +245,9 @@ func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.K
 			return nil, err
 		}
 		acc.Checkpoint, acc.Proof = string(cp), string(proof)
+		if !s.log.MeetsQuorum(cp) {
+			acc.ProofWithoutQuorum = fmt.Sprintf("the checkpoint that covered index %d lacks the witness quorum of the log's policy (it was published without it, fail-open): clients requiring the policy refuse this proof; fetch a witnessed one later from /v1/proof/%d", a.Index, a.Index)
+		}
 	}
 	return acc, nil
 }

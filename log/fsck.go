@@ -88,7 +88,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 	case err != nil && opts.Repair:
 		return nil, err
 	}
-	defer lock.release()
+	defer lock.Release()
 	tiles := filepath.Join(dir, tilesDir)
 	rep := &FsckReport{Entries: map[string]uint64{}, Problems: []Problem{}}
 	size, root, err := readTreeState(tiles)
@@ -135,9 +135,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 	if _, err := os.Stat(idxPath); errors.Is(err, fs.ErrNotExist) {
 		// Not created here: a check writes nothing.
 		rep.add(Problem{Kind: "index_missing", Repairable: true, Detail: "the index database " + idxPath + " is missing: " +
-			"memtrail serve (or fsck --repair) rebuilds it from the log, but the archive of the checkpoints published before the latest " +
-			"(GET /v1/checkpoints/{size}, and proofs against those sizes) was kept in it and cannot be re-derived; " +
-			"restore index.db from a backup before restarting to keep that archive"})
+			"memtrail serve (or fsck --repair) rebuilds it from the log"})
 	} else if x, err := OpenSQLiteIndex(idxPath); err != nil {
 		rep.add(Problem{Kind: "index_damaged", Detail: err.Error(), Repairable: true})
 	} else {
@@ -148,6 +146,14 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 			rep.add(Problem{Kind: "index_ahead", Detail: fmt.Sprintf("index watermark %d is beyond the tree size %d", rep.IndexWatermark, size), Repairable: true})
 		} else if rep.IndexWatermark < size {
 			rep.add(Problem{Kind: "index_behind", Detail: fmt.Sprintf("index watermark %d, tree size %d: the next start indexes the rest", rep.IndexWatermark, size), Repairable: true})
+		}
+	}
+	// The checkpoint archive is created (empty) only to repair: a check
+	// writes nothing.
+	archive := &FileCheckpointArchive{dir: filepath.Join(dir, checkpointsDir)}
+	if opts.Repair {
+		if archive, err = NewFileCheckpointArchive(archive.dir); err != nil {
+			return nil, err
 		}
 	}
 	manifests, err := NewFileManifestStore(filepath.Join(dir, "manifests"))
@@ -165,6 +171,8 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 	if cp != nil && cp.Size == 0 {
 		cpRoot = rfc6962.DefaultHasher.EmptyRoot()
 	}
+	ac := newArchiveCheck(archive, vkey, rep)
+	ac.at(0, func() []byte { return rfc6962.DefaultHasher.EmptyRoot() })
 	indexBad := false
 	for b := uint64(0); b*layout.EntryBundleWidth < size; b++ {
 		if err := ctx.Err(); err != nil {
@@ -200,6 +208,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 			if cp != nil && rng.End() == cp.Size {
 				cpRoot, _ = rng.GetRootHash(nil)
 			}
+			ac.at(rng.End(), func() []byte { r, _ := rng.GetRootHash(nil); return r })
 			r, err := receipts.ParseReceipt(leaf)
 			if err != nil {
 				at := idx
@@ -255,6 +264,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 			rep.add(Problem{Kind: "entries_do_not_match_tree", Detail: fmt.Sprintf("the first %d entries hash to %x, the signed checkpoint says %x", cp.Size, cpRoot, cp.Hash)})
 		}
 		tc.flushAll()
+		ac.beyond(size)
 	}
 
 	// Tiles: rewrite from the entries only when the entries are right.
@@ -290,9 +300,15 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 		rebuild := index == nil || indexBad || rep.IndexWatermark > size
 		catchUp := !rebuild && rep.IndexWatermark < size
 		if rebuild || catchUp {
-			// A readable index is emptied in place: it keeps the archive of
-			// published checkpoints, which the log cannot re-derive. Only a
-			// damaged one is recreated, and loses it.
+			// The checkpoint archive is not in the index (it is in
+			// checkpoints/, which fsck never changes), but an index written
+			// by an earlier memtrail may still hold the checkpoints it
+			// archived: they are moved out before the index is touched.
+			if index != nil {
+				if _, err := migrateCheckpoints(ctx, index, archive); err != nil {
+					return rep, err
+				}
+			}
 			closing := index != nil // the deferred Close closes whatever index holds
 			if rebuild && index != nil && index.Reset(ctx) != nil {
 				index.Close()
@@ -310,9 +326,13 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 				if !closing {
 					defer x.Close()
 				}
-				for i := range rep.Problems {
-					if p := &rep.Problems[i]; p.Kind == "index_damaged" {
-						p.Detail += "; recreated from the log, without the archive of checkpoints published before (GET /v1/checkpoints/{size} and proofs against those sizes), which the log cannot re-derive"
+				if _, _, err := archive.Latest(ctx); errors.Is(err, ErrNotFound) && size > 0 {
+					for i := range rep.Problems {
+						if p := &rep.Problems[i]; p.Kind == "index_damaged" {
+							p.Detail += "; recreated from the log. The checkpoint archive (" + checkpointsDir + "/) holds no checkpoint: " +
+								"an index written by an earlier memtrail kept them, and they went with it; to keep them, restore index.db from a backup " +
+								"before the next start, which moves them into the archive"
+						}
 					}
 				}
 			}
@@ -481,4 +501,67 @@ func (tc *tileCheck) flush(b *tileBuf) {
 	}
 	tc.fix[len(tc.rep.Problems)] = &tileFix{path: path, data: append([]byte(nil), want...)}
 	tc.rep.add(Problem{Kind: kind, Detail: detail + "; it can be rewritten from the entries", Repairable: true})
+}
+
+// archiveCheck compares the archived checkpoints with the tree fsck
+// recomputes from the entries, size by size as the walk reaches them.
+type archiveCheck struct {
+	a     *FileCheckpointArchive
+	v     note.Verifier
+	sizes []uint64 // archived sizes, increasing
+	next  int
+	rep   *FsckReport
+}
+
+// newArchiveCheck lists the archive. Without a verifier key there is
+// nothing to check the checkpoints with (fsck reports that already), and
+// the check does nothing.
+func newArchiveCheck(a *FileCheckpointArchive, vkey string, rep *FsckReport) *archiveCheck {
+	ac := &archiveCheck{a: a, rep: rep}
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		return ac
+	}
+	sizes, err := a.sizes()
+	if err != nil {
+		rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: err.Error()})
+		return ac
+	}
+	ac.v, ac.sizes = v, sizes
+	return ac
+}
+
+// at checks the archived checkpoint of size, if there is one, against the
+// tree's root at that size.
+func (ac *archiveCheck) at(size uint64, root func() []byte) {
+	for ac.next < len(ac.sizes) && ac.sizes[ac.next] <= size {
+		s := ac.sizes[ac.next]
+		ac.next++
+		if s != size {
+			continue
+		}
+		raw, err := ac.a.Get(context.Background(), s)
+		if err != nil {
+			ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: err.Error()})
+			continue
+		}
+		c, _, _, err := fmtlog.ParseCheckpoint(raw, ac.v.Name(), ac.v)
+		switch {
+		case err != nil:
+			ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf("%s does not verify under the log key (%v); restore it from a backup", ac.a.path(s), err)})
+		case c.Size != s:
+			ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf("%s holds a checkpoint of size %d", ac.a.path(s), c.Size)})
+		case !bytes.Equal(c.Hash, root()):
+			ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf(
+				"%s, signed by the log, has root %x, but the first %d entries hash to %x: the entries or the log's history differ from what it published (a restored backup of another time, or a fork)", ac.a.path(s), c.Hash, s, root())})
+		}
+	}
+}
+
+// beyond reports archived checkpoints of sizes greater than the tree.
+func (ac *archiveCheck) beyond(size uint64) {
+	if rest := ac.sizes[ac.next:]; len(rest) > 0 && rest[len(rest)-1] > size {
+		ac.rep.add(Problem{Kind: "checkpoint_archive_ahead", Detail: fmt.Sprintf(
+			"the checkpoint archive holds %d checkpoints beyond the tree size %d (up to size %d): the tiles are older than the archive; restore log/ from the same backup as %s/, or a later one", len(rest), size, rest[len(rest)-1], checkpointsDir)})
+	}
 }

@@ -69,7 +69,9 @@ var ErrIndexAhead = errors.New("index is ahead of the log")
 // Index is the log's derived index: single-use ids and the lineage state of
 // compactions, items and tombstones. The log is the source of truth; an
 // Index is rebuilt or caught up from it, so it need not be durable entry by
-// entry, but it must be consistent.
+// entry, but it must be consistent. It holds nothing that cannot be
+// re-derived: the checkpoints the log published are in its
+// CheckpointArchive.
 //
 // Contract, for every implementation:
 //
@@ -105,14 +107,6 @@ type Index interface {
 	TombstonesOf(ctx context.Context, items []string) (map[string]*TombstoneInfo, error)
 	// Counts returns the number of entries of each kind.
 	Counts(ctx context.Context) (map[receipts.Kind]uint64, error)
-
-	// PutCheckpoint records a signed checkpoint the log published, and
-	// CheckpointAt returns the one recorded for size. Checkpoints cannot be
-	// re-derived from the log, so Reset keeps them.
-	PutCheckpoint(ctx context.Context, size uint64, signed []byte) error
-	CheckpointAt(ctx context.Context, size uint64) ([]byte, error)
-	// LatestCheckpoint returns the recorded checkpoint of greatest size.
-	LatestCheckpoint(ctx context.Context) (uint64, []byte, error)
 
 	Reset(ctx context.Context) error
 	Close() error

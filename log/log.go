@@ -67,10 +67,18 @@ type Config struct {
 	// Logger receives operational logs (default slog.Default()).
 	Logger *slog.Logger
 
-	// Index and Manifests override the embedded SQLite index
-	// (Dir/index.db) and file manifest store (Dir/manifests).
-	Index     Index
-	Manifests ManifestStore
+	// Index, Manifests and Checkpoints override the embedded SQLite index
+	// (Dir/index.db), file manifest store (Dir/manifests) and file
+	// checkpoint archive (Dir/checkpoints).
+	Index       Index
+	Manifests   ManifestStore
+	Checkpoints CheckpointArchive
+
+	// Lock is the data directory's lock, taken by the caller with LockDir
+	// (to write into the directory before the log opens). Nil makes Open
+	// take it. Either way the log owns it from Open on: a failed Open
+	// and Close release it.
+	Lock *DirLock
 }
 
 // A Log is a running receipt log.
@@ -85,13 +93,15 @@ type Log struct {
 	awaiter   *tessera.PublicationAwaiter
 	index     Index
 	manifests ManifestStore
-	trust     atomic.Pointer[receipts.Trust]
-	claims    claims
-	seq       *sequencer
-	cpu       chan struct{} // a slot per core for verification
-	seen      *seenFilter   // nil when the index cannot list its ids
-	lineage   lineage
-	unsettled unsettled
+	// checkpoints is the archive of published checkpoints.
+	checkpoints CheckpointArchive
+	trust       atomic.Pointer[receipts.Trust]
+	claims      claims
+	seq         *sequencer
+	cpu         chan struct{} // a slot per core for verification
+	seen        *seenFilter   // nil when the index cannot list its ids
+	lineage     lineage
+	unsettled   unsettled
 	// settlePaused stops settling unknown outcomes (tests only).
 	settlePaused atomic.Bool
 	indexer      *indexer
@@ -101,16 +111,27 @@ type Log struct {
 	logger       *slog.Logger
 
 	cancel context.CancelFunc
-	lock   *dirLock
+	lock   *DirLock
 	done   sync.WaitGroup
 }
 
-// tilesDir is the subdirectory of the data directory holding the tiles.
-const tilesDir = "log"
+// Subdirectories of the data directory: the tiles, and the embedded
+// checkpoint archive.
+const (
+	tilesDir       = "log"
+	checkpointsDir = "checkpoints"
+)
 
 // Open opens (or creates) the log in cfg.Dir, brings the index up to date
 // with the log, and starts sequencing.
 func Open(ctx context.Context, cfg Config) (*Log, error) {
+	opened := false
+	lock := cfg.Lock
+	defer func() {
+		if !opened {
+			lock.Release()
+		}
+	}()
 	if cfg.Dir == "" || cfg.SigningKey == "" {
 		return nil, errors.New("log: Config.Dir and Config.SigningKey are required")
 	}
@@ -147,19 +168,20 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	// Nothing is written into the directory before its lock is held.
+	if lock == nil {
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("log: couldn't create data directory: %w", err)
+		}
+		if lock, err = lockDir(cfg.Dir); err != nil {
+			return nil, fmt.Errorf("log: %w", err)
+		}
+	} else if !lock.holds(cfg.Dir) {
+		return nil, fmt.Errorf("log: Config.Lock is not a held lock of %s", cfg.Dir)
+	}
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, tilesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("log: couldn't create data directory: %w", err)
 	}
-	lock, err := lockDir(cfg.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("log: %w", err)
-	}
-	opened := false
-	defer func() {
-		if !opened {
-			lock.release()
-		}
-	}()
 	l := &Log{cfg: cfg, origin: signer.Name(), vkey: vkey, verifier: verifier, logger: cfg.Logger, Metrics: newMetrics(), lock: lock}
 	l.Metrics.witnessing = cfg.Witnesses != nil
 	trust := cfg.Trust
@@ -178,6 +200,14 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 			return nil, fmt.Errorf("log: %w", err)
 		}
 		l.manifests = ms
+	}
+	l.checkpoints = cfg.Checkpoints
+	if l.checkpoints == nil {
+		a, err := NewFileCheckpointArchive(filepath.Join(cfg.Dir, checkpointsDir))
+		if err != nil {
+			return nil, fmt.Errorf("log: %w", err)
+		}
+		l.checkpoints = a
 	}
 	// A directory the log cannot write is refused here, with a clear
 	// error: Tessera's POSIX driver would panic on its lock file.
@@ -198,9 +228,26 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		}
 	}
 
+	if n, err := migrateCheckpoints(ctx, l.index, l.checkpoints); err != nil {
+		l.index.Close()
+		return nil, fmt.Errorf("log: %w", err)
+	} else if n > 0 {
+		l.logger.Info("moved the checkpoint archive out of the index into its own store", "checkpoints", n, "dir", filepath.Join(cfg.Dir, checkpointsDir))
+	}
+
 	if err := checkRightEdge(ctx, filepath.Join(cfg.Dir, tilesDir)); err != nil {
 		l.index.Close()
 		return nil, fmt.Errorf("log: %w", err)
+	}
+	if err := checkArchiveBehind(ctx, l.checkpoints, filepath.Join(cfg.Dir, tilesDir)); err != nil {
+		l.index.Close()
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	if cfg.Witnesses != nil {
+		if err := l.rewitnessAtStart(); err != nil {
+			l.index.Close()
+			return nil, fmt.Errorf("log: %w", err)
+		}
 	}
 
 	pcfg := posix.Config{Path: filepath.Join(cfg.Dir, tilesDir)}
@@ -216,7 +263,8 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		WithCheckpointSigner(signer).
 		WithBatching(cfg.BatchMaxSize, cfg.BatchMaxAge).
 		WithCheckpointInterval(cfg.CheckpointInterval).
-		WithPushback(cfg.PushbackMaxOutstanding)
+		WithPushback(cfg.PushbackMaxOutstanding).
+		WithCheckpointRepublishInterval(republishInterval(cfg.CheckpointInterval))
 	if cfg.Witnesses != nil {
 		opts = opts.WithWitnesses(*cfg.Witnesses, &tessera.WitnessOptions{Timeout: cfg.WitnessTimeout, FailOpen: cfg.WitnessFailOpen})
 	}
@@ -341,7 +389,7 @@ func (l *Log) Close(ctx context.Context) error {
 	if err := l.index.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	l.lock.release()
+	l.lock.Release()
 	return errors.Join(errs...)
 }
 
@@ -390,4 +438,13 @@ func shortError(err error) string {
 		return s[:max] + fmt.Sprintf("… (%d bytes)", len(s))
 	}
 	return err.Error()
+}
+
+// PublishedCheckpoint returns the signed checkpoint the log in the data
+// directory dir published last, as it is served at /checkpoint (for a log
+// that is not open: memtrail serve reads it before it opens the log). It
+// returns an error wrapping fs.ErrNotExist when the log has published
+// none.
+func PublishedCheckpoint(dir string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(dir, tilesDir, layout.CheckpointPath))
 }

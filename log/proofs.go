@@ -30,18 +30,23 @@ type proofCache struct {
 	pb   *client.ProofBuilder
 }
 
-// archiveCheckpoints records every newly published checkpoint, so proofs
-// can be given against any checkpoint the log has published, and keeps the
-// tree size and checkpoint age metrics.
+// archiveCheckpoints records every newly published checkpoint in the
+// checkpoint archive, so proofs can be given against any checkpoint the log
+// has published, and keeps the tree size and checkpoint age metrics. A
+// checkpoint published again at the same size (re-signed, or re-witnessed)
+// replaces the archived one, unless it lacks the witness quorum the
+// archived one has (a fail-open re-publication of the same tree).
 func (l *Log) archiveCheckpoints(ctx context.Context) {
 	t := time.NewTicker(l.cfg.CheckpointInterval / 2)
 	defer t.Stop()
 	var last uint64
-	archived := false  // whether last is a size already archived
-	var lastRaw []byte // the latest checkpoint file seen, to tell new ones
+	archived := false      // whether last is a size already archived
+	var lastRaw []byte     // the latest checkpoint file seen, to tell new ones
+	var archivedRaw []byte // what the archive holds for last
+	var keptOver []byte    // a checkpoint of size last not archived over a witnessed one
 	judged := false
-	if size, raw, err := l.index.LatestCheckpoint(ctx); err == nil {
-		last, lastRaw, archived = size, raw, true
+	if size, raw, err := l.checkpoints.Latest(ctx); err == nil {
+		last, archivedRaw, archived = size, raw, true
 	}
 	for first := true; ; first = false {
 		// The first pass runs at once: a fresh log's size-0 checkpoint
@@ -65,28 +70,41 @@ func (l *Log) archiveCheckpoints(ctx context.Context) {
 			l.checkpointPublished(raw, cp.Size, isNew)
 			lastRaw, judged = raw, true
 		}
-		if archived && cp.Size == last {
+		if archived && cp.Size == last && (bytes.Equal(raw, archivedRaw) || bytes.Equal(raw, keptOver)) {
 			continue
 		}
-		if err := l.index.PutCheckpoint(ctx, cp.Size, raw); err != nil {
-			l.logger.Error("couldn't record checkpoint", "size", cp.Size, "error", err)
+		if archived && cp.Size == last && l.cfg.Witnesses != nil && l.cfg.Witnesses.Satisfied(archivedRaw) && !l.cfg.Witnesses.Satisfied(raw) {
+			keptOver = raw
 			continue
 		}
-		last, archived = cp.Size, true
+		if err := l.checkpoints.Put(ctx, cp.Size, raw); err != nil {
+			// Tried again at the next pass.
+			l.logger.Error("couldn't archive checkpoint", "size", cp.Size, "error", err)
+			continue
+		}
+		last, archivedRaw, archived = cp.Size, raw, true
 	}
 }
 
-// CheckpointAt returns the signed checkpoint the log published at size.
+// CheckpointAt returns the signed checkpoint the log published at size:
+// the latest, or one from the checkpoint archive, whose signature is
+// checked before it is returned.
 func (l *Log) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
 	raw, cp, err := l.Checkpoint(ctx)
 	if err == nil && cp.Size == size {
 		return raw, nil
 	}
-	note, xerr := l.index.CheckpointAt(ctx, size)
+	note, xerr := l.checkpoints.Get(ctx, size)
 	if errors.Is(xerr, ErrNotFound) && err == nil {
 		return nil, fmt.Errorf("no checkpoint of size %d was published: the log archives the checkpoints it publishes (GET /v1/checkpoints/{size}), and the latest is of size %d; use the size of one it published, or none for the latest: %w", size, cp.Size, ErrNotFound)
 	}
-	return note, xerr
+	if xerr != nil {
+		return nil, xerr
+	}
+	if c, _, _, err := fmtlog.ParseCheckpoint(note, l.origin, l.verifier); err != nil || c.Size != size {
+		return nil, fmt.Errorf("the archived checkpoint of size %d does not verify under the log's key (the archive is damaged; restore it from a backup)", size)
+	}
+	return note, nil
 }
 
 // Checkpoint returns the latest published checkpoint (with any witness

@@ -43,7 +43,6 @@ CREATE TABLE IF NOT EXISTS compactions (
 	supersedes TEXT NOT NULL, superseded_by TEXT NOT NULL, superseded_at INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS compaction_items (item TEXT NOT NULL, compaction TEXT NOT NULL, PRIMARY KEY (item, compaction)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS compaction_items_by_compaction ON compaction_items (compaction);
-CREATE TABLE IF NOT EXISTS checkpoints (size INTEGER PRIMARY KEY, note BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS tombstones (item TEXT PRIMARY KEY, id TEXT NOT NULL, idx INTEGER NOT NULL, purged_at INTEGER NOT NULL) WITHOUT ROWID;
 `
 
@@ -370,37 +369,49 @@ func (x *SQLiteIndex) Counts(ctx context.Context) (map[receipts.Kind]uint64, err
 	return out, rows.Err()
 }
 
-func (x *SQLiteIndex) PutCheckpoint(ctx context.Context, size uint64, signed []byte) error {
-	if _, err := x.db.ExecContext(ctx, "INSERT INTO checkpoints (size, note) VALUES (?, ?) ON CONFLICT (size) DO UPDATE SET note = excluded.note", int64(size), signed); err != nil {
+// legacyCheckpoints calls fn with every checkpoint an earlier memtrail
+// archived in the index (its checkpoints table), in increasing size, and
+// returns how many there were; 0 without the table.
+func (x *SQLiteIndex) legacyCheckpoints(ctx context.Context, fn func(size uint64, signed []byte) error) (int, error) {
+	var name string
+	err := x.db.QueryRowContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'").Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("couldn't look for checkpoints in the index: %w", err)
+	}
+	rows, err := x.db.QueryContext(ctx, "SELECT size, note FROM checkpoints ORDER BY size")
+	if err != nil {
+		return 0, fmt.Errorf("couldn't read the checkpoints in the index: %w", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var size int64
+		var note []byte
+		if err := rows.Scan(&size, &note); err != nil {
+			return n, fmt.Errorf("couldn't read the checkpoints in the index: %w", err)
+		}
+		if err := fn(uint64(size), note); err != nil {
+			return n, err
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return n, fmt.Errorf("couldn't read the checkpoints in the index: %w", err)
+	}
+	return n, nil
+}
+
+// dropLegacyCheckpoints removes the checkpoints table, once its rows are in
+// the checkpoint archive.
+func (x *SQLiteIndex) dropLegacyCheckpoints(ctx context.Context) error {
+	if _, err := x.db.ExecContext(ctx, "DROP TABLE IF EXISTS checkpoints"); err != nil {
 		x.dropReadOnly(err)
-		return fmt.Errorf("couldn't record checkpoint %d: %w", size, err)
+		return fmt.Errorf("couldn't remove the checkpoints from the index: %w", err)
 	}
 	return nil
-}
-
-func (x *SQLiteIndex) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
-	var note []byte
-	err := x.db.QueryRowContext(ctx, "SELECT note FROM checkpoints WHERE size = ?", int64(size)).Scan(&note)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("checkpoint at size %d: %w", size, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("couldn't read checkpoint %d: %w", size, err)
-	}
-	return note, nil
-}
-
-func (x *SQLiteIndex) LatestCheckpoint(ctx context.Context) (uint64, []byte, error) {
-	var size int64
-	var note []byte
-	err := x.db.QueryRowContext(ctx, "SELECT size, note FROM checkpoints ORDER BY size DESC LIMIT 1").Scan(&size, &note)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil, fmt.Errorf("no checkpoint recorded: %w", ErrNotFound)
-	}
-	if err != nil {
-		return 0, nil, fmt.Errorf("couldn't read latest checkpoint: %w", err)
-	}
-	return uint64(size), note, nil
 }
 
 func (x *SQLiteIndex) Reset(ctx context.Context) (err error) {

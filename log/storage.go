@@ -183,5 +183,8 @@ func storageDirs(cfg Config) []string {
 	if cfg.Manifests == nil {
 		dirs = append(dirs, filepath.Join(cfg.Dir, "manifests"))
 	}
+	if cfg.Checkpoints == nil {
+		dirs = append(dirs, filepath.Join(cfg.Dir, checkpointsDir))
+	}
 	return dirs
 }

@@ -32,9 +32,6 @@ func TestIndex(t *testing.T, open func(t *testing.T) Index) {
 		if _, err := x.Tombstone(ctx, receipts.Digest(nil)); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Tombstone of an unknown item = %v, want ErrNotFound", err)
 		}
-		if _, err := x.CheckpointAt(ctx, 1); !errors.Is(err, ErrNotFound) {
-			t.Errorf("CheckpointAt of an unknown size = %v, want ErrNotFound", err)
-		}
 	})
 	t.Run("apply in order", func(t *testing.T) {
 		x := open(t)
@@ -117,14 +114,8 @@ func TestIndex(t *testing.T, open func(t *testing.T) Index) {
 			t.Errorf("Tombstone(b) = %+v, %v", tb, err)
 		}
 	})
-	t.Run("checkpoints survive reset", func(t *testing.T) {
+	t.Run("reset", func(t *testing.T) {
 		x := open(t)
-		if err := x.PutCheckpoint(ctx, 10, []byte("cp10")); err != nil {
-			t.Fatal(err)
-		}
-		if err := x.PutCheckpoint(ctx, 20, []byte("cp20")); err != nil {
-			t.Fatal(err)
-		}
 		x.Apply(ctx, 0, []Entry{proj(0)})
 		if err := x.Reset(ctx); err != nil {
 			t.Fatal(err)
@@ -134,12 +125,6 @@ func TestIndex(t *testing.T, open func(t *testing.T) Index) {
 		}
 		if _, err := x.LookupID(ctx, receipts.KindProjection, "urn:p:0"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("id after Reset: %v", err)
-		}
-		if cp, err := x.CheckpointAt(ctx, 10); err != nil || string(cp) != "cp10" {
-			t.Errorf("CheckpointAt(10) after Reset = %q, %v", cp, err)
-		}
-		if size, cp, err := x.LatestCheckpoint(ctx); err != nil || size != 20 || string(cp) != "cp20" {
-			t.Errorf("LatestCheckpoint = %d %q %v", size, cp, err)
 		}
 	})
 	t.Run("concurrent lookups during apply", func(t *testing.T) {
@@ -228,6 +213,112 @@ func TestManifestStore(t *testing.T, open func(t *testing.T) ManifestStore) {
 		s := open(t)
 		if _, err := s.Get(ctx, "../../log.key"); err == nil {
 			t.Errorf("Get of a malformed root succeeded")
+		}
+	})
+}
+
+// TestCheckpointArchive runs the contract of CheckpointArchive against the
+// implementation open returns (empty on each call).
+func TestCheckpointArchive(t *testing.T, open func(t *testing.T) CheckpointArchive) {
+	ctx := context.Background()
+	// The archive judges the note text, not the signatures.
+	cp := func(size uint64, root, sig string) []byte {
+		return fmt.Appendf(nil, "archive.test/log\n%d\n%s\n\n\u2014 archive.test/log %s\n", size, root, sig)
+	}
+	root := "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
+	other := "bjQLnP+zepicpUTmu3gKLHiQHT+zNzh2hRGjBhevoB0="
+	t.Run("empty", func(t *testing.T) {
+		a := open(t)
+		if _, err := a.Get(ctx, 0); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get of an empty archive = %v, want ErrNotFound", err)
+		}
+		if _, _, err := a.Latest(ctx); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Latest of an empty archive = %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("put get latest", func(t *testing.T) {
+		a := open(t)
+		sizes := []uint64{1000, 0, 999, 1234567, 1001, 5, 2000000}
+		for _, s := range sizes {
+			if err := a.Put(ctx, s, cp(s, root, "A")); err != nil {
+				t.Fatalf("Put(%d) = %v", s, err)
+			}
+		}
+		for _, s := range sizes {
+			if got, err := a.Get(ctx, s); err != nil || string(got) != string(cp(s, root, "A")) {
+				t.Errorf("Get(%d) = %q, %v", s, got, err)
+			}
+		}
+		if _, err := a.Get(ctx, 6); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get of a size never put = %v, want ErrNotFound", err)
+		}
+		if s, got, err := a.Latest(ctx); err != nil || s != 2000000 || string(got) != string(cp(2000000, root, "A")) {
+			t.Errorf("Latest = %d %q %v, want 2000000", s, got, err)
+		}
+	})
+	t.Run("one checkpoint per size", func(t *testing.T) {
+		a := open(t)
+		if err := a.Put(ctx, 7, cp(7, root, "A")); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Put(ctx, 7, cp(7, root, "A")); err != nil {
+			t.Errorf("Put of the same bytes = %v, want a no-op", err)
+		}
+		// The same tree with other signatures replaces it.
+		if err := a.Put(ctx, 7, cp(7, root, "B")); err != nil {
+			t.Errorf("Put of the same text with other signatures = %v", err)
+		}
+		if got, _ := a.Get(ctx, 7); string(got) != string(cp(7, root, "B")) {
+			t.Errorf("Get after a re-signed Put = %q", got)
+		}
+		// Another tree of the same size is a conflict and changes nothing.
+		if err := a.Put(ctx, 7, cp(7, other, "C")); !errors.Is(err, ErrCheckpointConflict) {
+			t.Errorf("Put of another tree at the same size = %v, want ErrCheckpointConflict", err)
+		}
+		if got, _ := a.Get(ctx, 7); string(got) != string(cp(7, root, "B")) {
+			t.Errorf("Get after a refused Put = %q", got)
+		}
+	})
+	t.Run("malformed", func(t *testing.T) {
+		a := open(t)
+		for name, b := range map[string][]byte{
+			"another size":    cp(8, root, "A"),
+			"no signatures":   []byte("archive.test/log\n9\n" + root + "\n"),
+			"one line":        []byte("archive.test/log\n\n\u2014 x y\n"),
+			"size with a +":   []byte("archive.test/log\n+9\n" + root + "\n\n\u2014 x y\n"),
+			"size with zeros": []byte("archive.test/log\n09\n" + root + "\n\n\u2014 x y\n"),
+		} {
+			if err := a.Put(ctx, 9, b); !errors.Is(err, ErrCheckpointMalformed) {
+				t.Errorf("Put(9, %s) = %v, want ErrCheckpointMalformed", name, err)
+			}
+		}
+		if _, err := a.Get(ctx, 9); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get after refused Puts = %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		a := open(t)
+		var wg sync.WaitGroup
+		for w := uint64(0); w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := uint64(0); i < 50; i++ {
+					s := i*4 + w
+					if err := a.Put(ctx, s, cp(s, root, "A")); err != nil {
+						t.Errorf("Put(%d) = %v", s, err)
+						return
+					}
+					if got, err := a.Get(ctx, s); err != nil || string(got) != string(cp(s, root, "A")) {
+						t.Errorf("Get(%d) after its Put = %q, %v", s, got, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if s, _, err := a.Latest(ctx); err != nil || s != 199 {
+			t.Errorf("Latest = %d %v, want 199", s, err)
 		}
 	})
 }

@@ -25,3 +25,13 @@ func TestFileManifestStoreContract(t *testing.T) {
 		return s
 	})
 }
+
+func TestFileCheckpointArchiveContract(t *testing.T) {
+	TestCheckpointArchive(t, func(t *testing.T) CheckpointArchive {
+		a, err := NewFileCheckpointArchive(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	})
+}

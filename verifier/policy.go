@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -532,4 +533,108 @@ func (p *Policy) quorumMet(cosigned []bool) bool {
 		groupMet[i] = n >= g.Threshold
 	}
 	return met(p.quorum)
+}
+
+// ErrPolicyTooComplex is returned by [Policy.QuorumImplies] when the
+// quorums are too large to compare exhaustively.
+var ErrPolicyTooComplex = errors.New("quorums too large to compare")
+
+// maxImpliesSteps bounds the search of [Policy.QuorumImplies]: policies of
+// a few dozen witnesses with thresholds are compared in well under a
+// second; beyond, the answer is ErrPolicyTooComplex.
+const maxImpliesSteps = 1 << 20
+
+// QuorumImplies reports whether every set of witness cosignatures that
+// satisfies p's quorum also satisfies q's: whether a checkpoint of a log
+// both policies name that opens under p also opens under q. Witnesses are
+// matched by their verifier keys, not by the names the two files give
+// them. So p is at least as strict as q when it holds: "quorum none" is
+// implied by every policy and implies only "quorum none"; adding a
+// witness that must also cosign, or raising a threshold, keeps the
+// implication; removing a required witness, lowering a threshold, or
+// replacing a witness by another breaks it.
+//
+// It searches the minimal sets of p's witnesses that satisfy p's quorum
+// for one that does not satisfy q's. The search is bounded, and beyond the
+// bound QuorumImplies returns false and an error wrapping
+// [ErrPolicyTooComplex].
+func (p *Policy) QuorumImplies(q *Policy) (bool, error) {
+	if p.verifiers == nil || q.verifiers == nil {
+		return false, errors.New("verifier: QuorumImplies on a zero Policy")
+	}
+	if p.sameQuorum(q) {
+		return true, nil // a new URL, a comment or a log line changed
+	}
+	// qIndex[i] is the index in q of p's witness i, or -1.
+	qIndex := make([]int, len(p.witnesses))
+	for i, w := range p.witnesses {
+		qIndex[i] = -1
+		for j, v := range q.witnesses {
+			if v.VKey == w.VKey {
+				qIndex[i] = j
+			}
+		}
+	}
+	in := make([]bool, len(p.witnesses))    // the set being built
+	maybe := make([]bool, len(p.witnesses)) // in, or not yet decided
+	qSet := make([]bool, len(q.witnesses))
+	steps := 0
+	// search decides witnesses from i on; it returns false when it found
+	// a set satisfying p and not q.
+	var search func(i int) (bool, error)
+	search = func(i int) (bool, error) {
+		if steps++; steps > maxImpliesSteps {
+			return false, fmt.Errorf("verifier: %w (more than %d steps)", ErrPolicyTooComplex, maxImpliesSteps)
+		}
+		if p.quorumMet(in) {
+			// Every superset satisfies p too, and satisfies q if this
+			// set does (quorums are monotone): check this one only.
+			for j := range qSet {
+				qSet[j] = false
+			}
+			for k, ok := range in {
+				if ok && qIndex[k] >= 0 {
+					qSet[qIndex[k]] = true
+				}
+			}
+			return q.quorumMet(qSet), nil
+		}
+		if i == len(p.witnesses) || !p.quorumMet(maybe) {
+			return true, nil // p cannot be satisfied on this branch
+		}
+		in[i] = true
+		ok, err := search(i + 1)
+		in[i] = false
+		if !ok || err != nil {
+			return ok, err
+		}
+		maybe[i] = false
+		ok, err = search(i + 1)
+		maybe[i] = true
+		return ok, err
+	}
+	for i := range maybe {
+		maybe[i] = true
+	}
+	return search(0)
+}
+
+// sameQuorum reports whether p and q define the same witnesses (names and
+// keys), groups and quorum, in the same order, whatever their URLs.
+func (p *Policy) sameQuorum(q *Policy) bool {
+	if len(p.witnesses) != len(q.witnesses) || len(p.groups) != len(q.groups) || len(p.components) != len(q.components) || p.quorum != q.quorum {
+		return false
+	}
+	for i, w := range p.witnesses {
+		if v := q.witnesses[i]; v.Name != w.Name || v.VKey != w.VKey {
+			return false
+		}
+	}
+	for i, g := range p.groups {
+		h := q.groups[i]
+		if h.Name != g.Name || h.Threshold != g.Threshold || !slices.Equal(h.Members, g.Members) {
+			return false
+		}
+	}
+	return slices.Equal(p.components, q.components)
 }

@@ -13,7 +13,7 @@
 // for the flags of one. Every command exits 0 on success, 1 when what it
 // checked or attempted was refused or failed, and 2 on a usage error;
 // "submit" also exits 3 when every receipt was logged but a proof it was
-// asked to wait for did not arrive in time.
+// asked to wait for did not arrive in time, or lacks the witness quorum.
 package main
 
 import (

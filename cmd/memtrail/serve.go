@@ -36,19 +36,20 @@ tombstones into a C2SP tlog-tiles log, strict single use of their ids,
 lookups, proofs and the tlog-tiles read API.
 
 With no flags it runs on embedded defaults: data in ./memtrail-data
-(Tessera POSIX tiles in log/, the SQLite index index.db, manifests/),
-listening on 127.0.0.1:8080. The log signing key (log.key, mode 0600) is
-generated on the first run, named by --origin, and reused after; its
-verifier key is printed on standard output at start and served at GET
-/v1/log.
+(Tessera POSIX tiles in log/, the SQLite index index.db, manifests/, the
+archive of published checkpoints in checkpoints/), listening on
+127.0.0.1:8080. The log signing key (log.key, mode 0600) is generated on
+the first run, named by --origin, and reused after; its verifier key is
+printed on standard output at start and served at GET /v1/log. One process
+at a time uses a data directory: a second serve (or fsck --repair) on it
+fails before writing anything. docs/RELIABILITY.md, "Backup and restore",
+says which files are derived and which must be backed up.
 
 --trust FILE says whose receipts the log accepts (see docs/profile.md, "Trust
 file"). Without it, the first run writes a development trust file
 (DIR/trust.json) and one adapter, one compactor and one issuer key
 (DIR/dev/*.pem), and says so: enough for "memtrail sign" and "memtrail
-submit" to work straight away. DIR/log.policy is kept holding the C2SP
-tlog-policy that proofs of this log verify under (--policy of "memtrail
-verify"): the --witness-policy file, or the log's key and "quorum none". Production passes --trust. SIGHUP reloads the
+submit" to work straight away. Production passes --trust. SIGHUP reloads the
 trust file without dropping requests; a file that does not parse is logged
 and the old one kept. SIGTERM and SIGINT stop accepting, finish the
 requests in progress and sequence what was accepted.
@@ -61,7 +62,22 @@ every proof carry the cosignatures. Without the quorum within
 every --checkpoint-interval. With --witness-fail-open the checkpoint is
 published anyway, with the cosignatures that arrived, and counted in
 memtrail_checkpoints_published_without_quorum_total at /metrics.
-docs/witness.md, "Witnessing a memtrail log", has an example.
+docs/witness.md, "Witnessing a memtrail log", has an example. When the
+published checkpoint lacks the policy's quorum at start (the policy is new
+or changed, or the last one was published fail-open), the same tree is
+signed again and sent to the witnesses at the first checkpoint interval.
+
+DIR/log.policy is the C2SP tlog-policy this log's proofs verify under
+(--policy of "memtrail verify"): a copy of the --witness-policy file, or
+the log's key and "quorum none". It is also the record of how the log is
+witnessed, and each start checks the policy it is given against it. A
+policy at least as strict (every set of cosignatures that meets its quorum
+meets the published one's: more witnesses required, a higher threshold,
+new URLs) replaces it. A weaker one (a witness dropped or replaced, a lower
+threshold), or no --witness-policy at all for a witnessed log, is refused
+with an error that says how to proceed, unless --allow-policy-downgrade is
+given. A replaced policy is kept as DIR/log.policy.replaced-<UTC time>:
+proofs of checkpoints published before the change verify under it.
 
 --read-timeout bounds how long a request may take to arrive: its headers
 within 10s (or the timeout, if shorter), headers and body within the
@@ -114,6 +130,7 @@ func runServe(args []string) error {
 	connsFlag := fs.Int("max-connections", 8192, "client connections served at once; more wait in the listen backlog")
 	policyFlag := fs.String("witness-policy", "", "C2SP tlog-policy file naming the witnesses that must cosign checkpoints")
 	failOpenFlag := fs.Bool("witness-fail-open", false, "publish checkpoints even when the witness quorum is not met in time")
+	downgradeFlag := fs.Bool("allow-policy-downgrade", false, "publish under a --witness-policy weaker than DATA/log.policy, or without one on a witnessed log")
 	witnessTimeoutFlag := fs.Duration("witness-timeout", 5*time.Second, "how long to wait for witness cosignatures")
 	logFormatFlag := fs.String("log-format", "text", "log format on standard error: text or json")
 	debugFlag := fs.String("debug-listen", "", "serve Go's /debug/pprof profiles on this address (keep it private)")
@@ -166,6 +183,16 @@ func runServe(args []string) error {
 	if err := os.MkdirAll(*dataFlag, 0o700); err != nil {
 		return fmt.Errorf("couldn't create the data directory: %w", err)
 	}
+	// The directory's lock first: a second serve on a directory in use
+	// fails before it has written anything into it.
+	lock, err := mlog.LockDir(*dataFlag)
+	if errors.Is(err, mlog.ErrDirInUse) {
+		return withHint(err, "another memtrail process (serve, or fsck --repair) is using "+*dataFlag+": stop it first, or give this one its own --data")
+	}
+	if err != nil {
+		return err
+	}
+	defer lock.Release() // a no-op once the log has closed it
 	skey, vkey, err := loadOrCreateLogKey(*dataFlag, *originFlag, logger)
 	if err != nil {
 		return err
@@ -196,21 +223,23 @@ func runServe(args []string) error {
 		WitnessTimeout:         *witnessTimeoutFlag,
 		WitnessFailOpen:        *failOpenFlag,
 		Logger:                 logger,
+		Lock:                   lock,
 	}
 	policy := []byte("log " + vkey + "\nquorum none\n")
 	if *policyFlag != "" {
-		wg, err := readWitnessPolicy(*policyFlag, vkey)
+		wg, b, err := loadWitnessPolicy(*policyFlag, vkey)
 		if err != nil {
 			return err
 		}
-		cfg.Witnesses = wg
-		if policy, err = os.ReadFile(*policyFlag); err != nil {
-			return err
-		}
+		cfg.Witnesses, policy = wg, b
 	} else if *failOpenFlag {
 		return withHint(errors.New("--witness-fail-open needs --witness-policy"), "drop --witness-fail-open, or name the witnesses with --witness-policy")
 	}
-	if err := writePolicy(filepath.Join(*dataFlag, logPolicyFile), policy, logger); err != nil {
+	change, err := planPolicy(*dataFlag, vkey, policy, *policyFlag)
+	if err != nil {
+		return err
+	}
+	if err := change.apply(*downgradeFlag, logger); err != nil {
 		return err
 	}
 
@@ -237,8 +266,8 @@ func runServe(args []string) error {
 	if errors.Is(err, mlog.ErrTileDamaged) {
 		return withHint(err, "run \"memtrail fsck --data "+*dataFlag+" --repair\": it rewrites damaged tiles from the entries, and says what it cannot repair")
 	}
-	if errors.Is(err, mlog.ErrDirInUse) {
-		return withHint(err, "another memtrail process (serve, or fsck --repair) is using "+*dataFlag+": stop it first, or give this one its own --data")
+	if errors.Is(err, mlog.ErrArchiveAhead) {
+		return withHint(err, "the tiles in "+filepath.Join(*dataFlag, "log")+" are older than the checkpoints the log published: restore log/ from the same backup as checkpoints/ (or a later one); \"memtrail fsck --data "+*dataFlag+"\" lists what disagrees")
 	}
 	if err != nil {
 		return withHint(err, "\"memtrail fsck --data "+*dataFlag+"\" says what is wrong, and with --repair rebuilds the index from the log")
@@ -489,30 +518,22 @@ func readTrust(path string) (*receipts.Trust, error) {
 	return t, nil
 }
 
-// writePolicy keeps path holding the tlog-policy auditors verify this log's
-// proofs with: the --witness-policy file, or for an unwitnessed log its key
-// and "quorum none". It is rewritten only when it changes.
-func writePolicy(path string, policy []byte, logger *slog.Logger) error {
-	wrote, err := atomicfile.WriteIfChanged(path, policy, 0o644)
-	if err != nil {
-		return fmt.Errorf("couldn't write the log's tlog-policy: %w", err)
-	}
-	if wrote {
-		logger.Info("tlog-policy for verifying this log's proofs written", "file", path)
-	}
-	return nil
-}
-
 // readWitnessPolicy reads a tlog-policy file for Tessera, checking that it
 // names this log's key.
 func readWitnessPolicy(path, vkey string) (*tessera.WitnessGroup, error) {
+	wg, _, err := loadWitnessPolicy(path, vkey)
+	return wg, err
+}
+
+// loadWitnessPolicy is readWitnessPolicy, also returning the file's bytes.
+func loadWitnessPolicy(path, vkey string) (*tessera.WitnessGroup, []byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("couldn't read the witness policy: %w", err)
+		return nil, nil, fmt.Errorf("couldn't read the witness policy: %w", err)
 	}
 	p, err := verifier.ParsePolicy(b)
 	if err != nil {
-		return nil, withHint(fmt.Errorf("%s: %w", path, err), "the file is a C2SP tlog-policy: log, witness, group and quorum lines")
+		return nil, nil, withHint(fmt.Errorf("%s: %w", path, err), "the file is a C2SP tlog-policy: log, witness, group and quorum lines")
 	}
 	found := false
 	for _, lg := range p.Logs() {
@@ -521,11 +542,11 @@ func readWitnessPolicy(path, vkey string) (*tessera.WitnessGroup, error) {
 		}
 	}
 	if !found {
-		return nil, withHint(fmt.Errorf("%s does not name this log's key", path), "add the line: log "+vkey)
+		return nil, nil, withHint(fmt.Errorf("%s does not name this log's key", path), "add the line: log "+vkey)
 	}
 	wg, err := tessera.NewWitnessGroupFromPolicy(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &wg, nil
+	return &wg, b, nil
 }

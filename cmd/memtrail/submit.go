@@ -17,9 +17,10 @@ import (
 
 	"github.com/memtrail/memtrail/api"
 	"github.com/memtrail/memtrail/receipts"
+	"github.com/memtrail/memtrail/verifier"
 )
 
-const submitUsage = `Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--json] FILE...
+const submitUsage = `Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--policy TLOG_POLICY] [--json] FILE...
 
 Submit receipts to a memtrail log. Each FILE holds one submission: a
 projection record, a tombstone, or a compaction as {"eccr": ..., "manifest":
@@ -33,6 +34,15 @@ up to a minute for a checkpoint (its witnesses may be slow or down); an
 entry it logged without a proof is reported with "no proof yet", and the
 command says how to fetch the proof later with "memtrail proof".
 
+A log run with --witness-fail-open may prove an entry against a checkpoint
+published without its witness quorum, which clients requiring its policy
+refuse: the log says so in its answer, and the entry is reported with
+"proof without the witness quorum" and how to fetch a witnessed proof
+later. --policy TLOG_POLICY (which implies --wait) also verifies each proof
+here, under that C2SP tlog-policy (the log's DATA/log.policy, or an
+auditor's own): the leaf hash of the file's receipt, the log's signature,
+the witness quorum and the inclusion path, as "memtrail verify proof" does.
+
 Flags may come before or after the FILE arguments; "--" ends the flags.
 
 One line per file reports where it was logged or why it was refused (--json
@@ -43,11 +53,12 @@ and not sent: its line says "not sent" with the reason (with --json,
 submitted alone or with others, and the other files are still sent. On a
 terminal, progress is shown on standard error.
 
-The command exits 0 if every file was logged (with its proof, when --wait
-or --proof-dir asked for one), 1 if any was refused or could not be sent,
-3 if every file was logged but some proof asked for did not arrive in time
-(the entries are logged: do not submit them again, fetch their proofs
-later), and 2 on a usage error.
+The command exits 0 if every file was logged (with a proof that meets the
+witness quorum, when --wait, --proof-dir or --policy asked for one), 1 if
+any was refused or could not be sent, or a proof failed --policy otherwise
+than by its quorum, 3 if every file was logged but some proof asked for did
+not arrive in time or lacks the witness quorum (the entries are logged: do
+not submit them again, fetch their proofs later), and 2 on a usage error.
 
 Example:
 
@@ -70,19 +81,30 @@ func runSubmit(args []string) error {
 	proofDirFlag := fs.String("proof-dir", "", "write each entry's tlog-proof to this directory (implies --wait)")
 	jsonFlag := fs.Bool("json", false, "write the server's answers as JSON lines")
 	timeoutFlag := fs.Duration("timeout", 5*time.Minute, "give up on a request after this long")
+	policyFlag := fs.String("policy", "", "C2SP tlog-policy to verify each proof under (the log's DATA/log.policy, or an auditor's); implies --wait")
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if *logFlag == "" || len(files) == 0 {
-		fmt.Fprint(os.Stderr, "Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--json] FILE...\n")
+		fmt.Fprint(os.Stderr, "Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--policy TLOG_POLICY] [--json] FILE...\n")
 		return errUsage
 	}
 	base, err := parseLogURL(*logFlag)
 	if err != nil {
 		return err
 	}
-	wait := *waitFlag || *proofDirFlag != ""
+	wait := *waitFlag || *proofDirFlag != "" || *policyFlag != ""
+	var policy *verifier.Policy
+	if *policyFlag != "" {
+		b, err := os.ReadFile(*policyFlag)
+		if err != nil {
+			return fmt.Errorf("couldn't read the policy: %w", err)
+		}
+		if policy, err = verifier.ParsePolicy(b); err != nil {
+			return withHint(fmt.Errorf("%s: %w", *policyFlag, err), "--policy takes a C2SP tlog-policy, such as the log's DATA/log.policy")
+		}
+	}
 	if *proofDirFlag != "" {
 		if err := os.MkdirAll(*proofDirFlag, 0o755); err != nil {
 			return err
@@ -94,12 +116,14 @@ func runSubmit(args []string) error {
 	var send []int                              // the files to send
 	var bodies [][]byte
 	var endpoints []string
+	bodyOf := make([][]byte, len(files))
 	for i, f := range files {
 		body, ep, refusal := readSubmission(f)
 		if refusal != nil {
 			notSent[i] = refusal
 			continue
 		}
+		bodyOf[i] = body
 		send = append(send, i)
 		bodies = append(bodies, body)
 		endpoints = append(endpoints, ep)
@@ -127,7 +151,9 @@ func runSubmit(args []string) error {
 	}
 	progress.done()
 	failed := 0
-	var noProof []string // "memtrail proof" commands for entries logged without a proof
+	var noProof []string  // "memtrail proof" commands for entries logged without a proof
+	var noQuorum []string // the same, for entries whose proof lacks the witness quorum
+	var badProof []string // files whose proof does not verify under --policy
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	for i, res := range results {
@@ -148,13 +174,29 @@ func runSubmit(args []string) error {
 			}
 			continue
 		}
+		// A proof is judged under --policy before it is reported; without
+		// it, the log's own word on its quorum is what there is.
+		proofInvalid := ""
+		if res.Accepted != nil && res.Proof != "" && policy != nil {
+			rep := verifier.VerifyReceiptProof(policy, []byte(res.Proof), bodyOf[i])
+			switch c := failedCheck(rep.Checks); {
+			case rep.Valid():
+			case c.Check == verifier.CheckWitnessQuorum:
+				if res.ProofWithoutQuorum == "" {
+					res.ProofWithoutQuorum = "its checkpoint lacks the witness quorum of " + *policyFlag
+				}
+			default:
+				proofInvalid = fmt.Sprintf("%s %s: %s", c.Check, c.Code, c.Detail)
+			}
+		}
 		if *jsonFlag {
 			res.Line = i + 1
 			b, _ := json.Marshal(struct {
 				File string `json:"file"`
 				Sent bool   `json:"sent"`
 				api.BatchResult
-			}{files[i], true, res})
+				ProofInvalid string `json:"proof_invalid,omitempty"`
+			}{files[i], true, res, proofInvalid})
 			out.Write(append(b, '\n'))
 		} else if res.Accepted != nil {
 			fmt.Fprintf(out, "%s: logged %s %s at index %d\n", files[i], res.Kind, res.ID, res.Index)
@@ -175,6 +217,21 @@ func runSubmit(args []string) error {
 				fmt.Fprintf(out, "%s: no proof yet: %s\n", files[i], why)
 			}
 		}
+		if proofInvalid != "" {
+			badProof = append(badProof, files[i])
+			if !*jsonFlag {
+				fmt.Fprintf(out, "%s: the proof does not verify under %s: %s\n", files[i], *policyFlag, proofInvalid)
+			}
+		} else if res.Accepted != nil && res.Proof != "" && res.ProofWithoutQuorum != "" {
+			fetch := fmt.Sprintf("memtrail proof --log %s --index %d", base, res.Index)
+			if *proofDirFlag != "" {
+				fetch += " -o " + filepath.Join(*proofDirFlag, filepath.Base(files[i])+".tlog-proof")
+			}
+			noQuorum = append(noQuorum, fetch)
+			if !*jsonFlag {
+				fmt.Fprintf(out, "%s: proof without the witness quorum: %s\n", files[i], res.ProofWithoutQuorum)
+			}
+		}
 		if res.Accepted != nil && *proofDirFlag != "" && res.Proof != "" {
 			p := filepath.Join(*proofDirFlag, filepath.Base(files[i])+".tlog-proof")
 			if err := os.WriteFile(p, []byte(res.Proof), 0o644); err != nil {
@@ -189,14 +246,35 @@ func runSubmit(args []string) error {
 			fmt.Fprintf(os.Stderr, "\t%s\n", c)
 		}
 	}
+	if len(noQuorum) > 0 {
+		fmt.Fprintf(os.Stderr, "memtrail: %d of %d entries were logged but their proofs lack the witness quorum (the log published without it, fail-open), and clients requiring the policy refuse them; do not submit them again, fetch witnessed proofs once the witnesses have cosigned a later checkpoint:\n", len(noQuorum), len(files))
+		for _, c := range noQuorum {
+			fmt.Fprintf(os.Stderr, "\t%s\n", c)
+		}
+	}
+	if len(badProof) > 0 {
+		fmt.Fprintf(os.Stderr, "memtrail: the log's proofs of %s do not verify under %s\n", strings.Join(badProof, ", "), *policyFlag)
+	}
 	if failed > 0 {
 		fmt.Fprintf(os.Stderr, "memtrail: %d of %d submissions were not logged\n", failed, len(files))
+	}
+	if failed > 0 || len(badProof) > 0 {
 		return exitError{1}
 	}
-	if len(noProof) > 0 {
+	if len(noProof) > 0 || len(noQuorum) > 0 {
 		return exitError{3}
 	}
 	return nil
+}
+
+// failedCheck returns the first failed check (the zero Check if none).
+func failedCheck(checks []verifier.Check) verifier.Check {
+	for _, c := range checks {
+		if c.Outcome == verifier.Failed {
+			return c
+		}
+	}
+	return verifier.Check{}
 }
 
 // readSubmission reads a file to submit and picks its endpoint by the
