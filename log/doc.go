@@ -1,7 +1,8 @@
 // Package log is memtrail's log personality: an append-only C2SP
 // tlog-tiles Merkle log of signed receipts on Tessera, with verified
 // ingest, strict single use of receipt ids, enforced erasure lineage, a
-// derived index, a manifest store and proofs.
+// derived index, a manifest store, an archive of the checkpoints it
+// published (not derived: see CheckpointArchive) and proofs.
 //
 // # What is logged
 //

@@ -20,16 +20,21 @@ entry once and checks:
   - every entry is a receipt, and no id is logged twice;
   - the index agrees with the log: every id maps to the index of its entry,
     and the index is neither damaged nor ahead of the log;
-  - every compaction's manifest is present and hashes to its root.
+  - every compaction's manifest is present and hashes to its root;
+  - every checkpoint in the archive (DIR/checkpoints) is signed by the log
+    key and is of the tree the entries give at its size, and none is
+    beyond the tree.
 
 With --repair it rebuilds the index from the log when the index is damaged,
-ahead or wrong (or brings it up to date when it is behind), keeping the
-archive of published checkpoints it holds unless the database itself is
-damaged (the log cannot re-derive old checkpoints), rewrites tiles
+ahead or wrong (or brings it up to date when it is behind), rewrites tiles
 that disagree with the entries (only when the entries hash to the signed
-root), and removes manifests no logged compaction refers to. Altered or
-missing entries and missing manifests cannot be repaired from the log; fsck
-says what was found and where.
+root), and removes manifests no logged compaction refers to. It never
+changes the checkpoint archive, which is not derived from the log (an index
+written by an earlier memtrail that still holds archived checkpoints has
+them moved into it first). Altered or missing entries, missing manifests and
+a wrong archive cannot be repaired from the log; fsck says what was found
+and where, and docs/RELIABILITY.md, "Backup and restore", how to restore
+them.
 
 The checkpoint is verified with the key in DIR/log.key, or --vkey.
 

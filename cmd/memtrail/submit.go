@@ -38,8 +38,8 @@ A log run with --witness-fail-open may prove an entry against a checkpoint
 published without its witness quorum, which clients requiring its policy
 refuse: the log says so in its answer, and the entry is reported with
 "proof without the witness quorum" and how to fetch a witnessed proof
-later. --policy TLOG_POLICY (which implies --wait) also verifies each proof
-here, under that C2SP tlog-policy (the log's DATA/log.policy, or an
+later. --policy TLOG_POLICY (which implies --wait) judges each proof here
+instead, under that C2SP tlog-policy (the log's DATA/log.policy, or an
 auditor's own): the leaf hash of the file's receipt, the log's signature,
 the witness quorum and the inclusion path, as "memtrail verify proof" does.
 
@@ -174,17 +174,17 @@ func runSubmit(args []string) error {
 			}
 			continue
 		}
-		// A proof is judged under --policy before it is reported; without
-		// it, the log's own word on its quorum is what there is.
+		// A proof is judged under --policy, when given, before it is
+		// reported; without it, the log's word on its quorum is what
+		// there is.
 		proofInvalid := ""
 		if res.Accepted != nil && res.Proof != "" && policy != nil {
 			rep := verifier.VerifyReceiptProof(policy, []byte(res.Proof), bodyOf[i])
 			switch c := failedCheck(rep.Checks); {
 			case rep.Valid():
+				res.ProofWithoutQuorum = ""
 			case c.Check == verifier.CheckWitnessQuorum:
-				if res.ProofWithoutQuorum == "" {
-					res.ProofWithoutQuorum = "its checkpoint lacks the witness quorum of " + *policyFlag
-				}
+				res.ProofWithoutQuorum = "its checkpoint lacks the witness quorum of " + *policyFlag
 			default:
 				proofInvalid = fmt.Sprintf("%s %s: %s", c.Check, c.Code, c.Detail)
 			}
