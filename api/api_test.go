@@ -498,8 +498,17 @@ func TestCheckpointZeroArchived(t *testing.T) {
 	if code, _ := waitCode("/v1/checkpoints/1"); code != 200 {
 		t.Fatalf("GET /v1/checkpoints/1 = %d", code)
 	}
-	if code, _, body := ts.do("GET", "/v1/checkpoints/0", "", nil); code != 200 || !bytes.Equal(body, zero) {
+	code, hdr, body := ts.do("GET", "/v1/checkpoints/0", "", nil)
+	if code != 200 || !bytes.Equal(body, zero) {
 		t.Errorf("GET /v1/checkpoints/0 after growth = %d %s", code, body)
+	}
+	// An older size never changes; the latest may be published again
+	// (re-signed, re-witnessed), so it is not cached.
+	if cc := hdr.Get("Cache-Control"); !strings.Contains(cc, "immutable") {
+		t.Errorf("GET /v1/checkpoints/0 below the latest: Cache-Control %q, want immutable", cc)
+	}
+	if _, hdr, _ := ts.do("GET", "/v1/checkpoints/1", "", nil); hdr.Get("Cache-Control") != "no-cache" {
+		t.Errorf("GET /v1/checkpoints/1, the latest: Cache-Control %q, want no-cache", hdr.Get("Cache-Control"))
 	}
 }
 

@@ -46,7 +46,7 @@ func (l *Log) archiveCheckpoints(ctx context.Context) {
 	var keptOver []byte    // a checkpoint of size last not archived over a witnessed one
 	judged := false
 	if size, raw, err := l.checkpoints.Latest(ctx); err == nil {
-		last, archivedRaw, archived = size, raw, true
+		last, archivedRaw, lastRaw, archived = size, raw, raw, true
 	}
 	for first := true; ; first = false {
 		// The first pass runs at once: a fresh log's size-0 checkpoint
