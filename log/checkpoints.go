@@ -6,14 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
-	"sync"
-	"syscall"
-
-	"github.com/memtrail/memtrail/internal/atomicfile"
 )
 
 // CheckpointArchive keeps the signed checkpoints the log published, one per
@@ -85,141 +78,6 @@ func checkpointText(size uint64, signed []byte) ([]byte, error) {
 	return text, nil
 }
 
-// FileCheckpointArchive is the embedded CheckpointArchive: one file per
-// checkpoint, DIR/<size/1000>/<size> in decimal (size 1234567 is
-// DIR/1234/1234567), holding the signed note as published. A file is
-// written to a temporary file, synced and renamed into place, and the
-// directories it was created in are synced, so a crash leaves the old file
-// or the new one.
-//
-// Why files and not a database: each file is written once (again only when
-// the same tree is re-witnessed) and never changes otherwise, so the
-// archive can be copied while the log runs (cp -a, rsync, or any file
-// backup) and restored by copying the files back, even into an archive
-// that has gone on growing since; every file is a public, signed
-// checkpoint that anyone can read and check. One checkpoint per
-// --checkpoint-interval in which the tree grew is one small file and one
-// sync, and a directory holds at most a thousand of them.
-type FileCheckpointArchive struct {
-	dir string
-	mu  sync.Mutex // serializes Put's read-compare-replace
-}
-
-// NewFileCheckpointArchive returns the archive rooted at dir, creating it.
-func NewFileCheckpointArchive(dir string) (*FileCheckpointArchive, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("couldn't create the checkpoint archive directory: %w", err)
-	}
-	return &FileCheckpointArchive{dir: dir}, nil
-}
-
-// Dir returns the archive's directory.
-func (a *FileCheckpointArchive) Dir() string { return a.dir }
-
-func (a *FileCheckpointArchive) path(size uint64) string {
-	return filepath.Join(a.dir, strconv.FormatUint(size/1000, 10), strconv.FormatUint(size, 10))
-}
-
-func (a *FileCheckpointArchive) Put(ctx context.Context, size uint64, signed []byte) error {
-	text, err := checkpointText(size, signed)
-	if err != nil {
-		return fmt.Errorf("couldn't archive the checkpoint of size %d: %w", size, err)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	p := a.path(size)
-	old, err := os.ReadFile(p)
-	switch {
-	case err == nil && bytes.Equal(old, signed):
-		return nil
-	case err == nil:
-		// A file that is not a checkpoint of its size (torn by a crash
-		// on storage that ignores syncs) is replaced.
-		if oldText, err := checkpointText(size, old); err == nil && !bytes.Equal(oldText, text) {
-			return fmt.Errorf("couldn't archive the checkpoint of size %d: %w (%s)", size, ErrCheckpointConflict, p)
-		}
-	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("couldn't read the archived checkpoint of size %d: %w", size, err)
-	}
-	sub := filepath.Dir(p)
-	if _, err := os.Stat(sub); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			return fmt.Errorf("couldn't create %s: %w", sub, err)
-		}
-		// The new directory's name must be as durable as the file in it.
-		if err := atomicfile.SyncDir(a.dir); err != nil {
-			return err
-		}
-	}
-	if err := atomicfile.Write(p, signed, 0o644); err != nil {
-		return fmt.Errorf("couldn't archive the checkpoint of size %d: %w", size, err)
-	}
-	return nil
-}
-
-func (a *FileCheckpointArchive) Get(ctx context.Context, size uint64) ([]byte, error) {
-	b, err := os.ReadFile(a.path(size))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("checkpoint of size %d: %w", size, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("couldn't read the archived checkpoint of size %d: %w", size, err)
-	}
-	return b, nil
-}
-
-func (a *FileCheckpointArchive) Latest(ctx context.Context) (uint64, []byte, error) {
-	groups, err := numberedEntries(a.dir, true)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil, fmt.Errorf("no checkpoint archived: %w", ErrNotFound)
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	// The greatest group first; a group left empty (its first Put
-	// failed after the directory was made) is skipped.
-	for i := len(groups) - 1; i >= 0; i-- {
-		sizes, err := numberedEntries(filepath.Join(a.dir, strconv.FormatUint(groups[i], 10)), false)
-		if err != nil {
-			return 0, nil, err
-		}
-		for j := len(sizes) - 1; j >= 0; j-- {
-			if sizes[j]/1000 != groups[i] {
-				continue // not where Put puts it
-			}
-			b, err := a.Get(ctx, sizes[j])
-			if err != nil {
-				return 0, nil, err
-			}
-			return sizes[j], b, nil
-		}
-	}
-	return 0, nil, fmt.Errorf("no checkpoint archived: %w", ErrNotFound)
-}
-
-// numberedEntries returns, in increasing order, the decimal names of the
-// directories (dirs) or regular files (!dirs) in dir; other names
-// (temporary files, anything put there by hand) are ignored.
-func numberedEntries(dir string, dirs bool) ([]uint64, error) {
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("couldn't list the checkpoint archive: %w", err)
-	}
-	var out []uint64
-	for _, e := range es {
-		if e.IsDir() != dirs || (!dirs && !e.Type().IsRegular()) {
-			continue
-		}
-		n, err := strconv.ParseUint(e.Name(), 10, 64)
-		if err != nil || strconv.FormatUint(n, 10) != e.Name() {
-			continue
-		}
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
 // legacyCheckpointIndex is an index that may hold checkpoints archived by
 // an earlier memtrail, which kept the archive in index.db (SQLiteIndex).
 type legacyCheckpointIndex interface {
@@ -243,7 +101,8 @@ func migrateCheckpoints(ctx context.Context, x Index, a CheckpointArchive) (int,
 		// One sync per checkpoint would make moving a long-running log's
 		// millions of checkpoints take hours: write them all, then sync
 		// the file system once.
-		put, flush = fa.putUnsynced, fa.syncAll
+		put = func(ctx context.Context, size uint64, signed []byte) error { return fa.put(size, signed, false) }
+		flush = fa.syncAll
 	}
 	n, err := legacy.legacyCheckpoints(ctx, func(size uint64, signed []byte) error {
 		err := put(ctx, size, signed)
@@ -264,47 +123,6 @@ func migrateCheckpoints(ctx context.Context, x Index, a CheckpointArchive) (int,
 		return 0, err
 	}
 	return n, legacy.dropLegacyCheckpoints(ctx)
-}
-
-// putUnsynced is Put without syncing, for migrateCheckpoints, which calls
-// syncAll once the whole batch is written. A file torn by a crash before
-// that is a malformed one, which the next Put replaces.
-func (a *FileCheckpointArchive) putUnsynced(ctx context.Context, size uint64, signed []byte) error {
-	text, err := checkpointText(size, signed)
-	if err != nil {
-		return err
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	p := a.path(size)
-	if old, err := os.ReadFile(p); err == nil {
-		if bytes.Equal(old, signed) {
-			return nil
-		}
-		if oldText, err := checkpointText(size, old); err == nil && !bytes.Equal(oldText, text) {
-			return ErrCheckpointConflict
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("couldn't create %s: %w", filepath.Dir(p), err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("couldn't archive the checkpoint of size %d: %w", size, err)
-	}
-	_, werr := f.Write(signed)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o644), os.Rename(f.Name(), p)); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("couldn't archive the checkpoint of size %d: %w", size, err)
-	}
-	return nil
-}
-
-// syncAll makes everything putUnsynced wrote durable.
-func (a *FileCheckpointArchive) syncAll() error {
-	syscall.Sync()
-	return atomicfile.SyncDir(a.dir)
 }
 
 // ErrArchiveAhead is returned by Open when the checkpoint archive holds a
@@ -334,28 +152,4 @@ func checkArchiveBehind(ctx context.Context, a CheckpointArchive, tiles string) 
 		return fmt.Errorf("%w: it holds a checkpoint of size %d, the log has %d entries", ErrArchiveAhead, asize, size)
 	}
 	return nil
-}
-
-// sizes lists every archived size, in increasing order (for fsck).
-func (a *FileCheckpointArchive) sizes() ([]uint64, error) {
-	groups, err := numberedEntries(a.dir, true)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []uint64
-	for _, g := range groups {
-		sizes, err := numberedEntries(filepath.Join(a.dir, strconv.FormatUint(g, 10)), false)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range sizes {
-			if s/1000 == g {
-				out = append(out, s)
-			}
-		}
-	}
-	return out, nil
 }

@@ -504,64 +504,64 @@ func (tc *tileCheck) flush(b *tileBuf) {
 }
 
 // archiveCheck compares the archived checkpoints with the tree fsck
-// recomputes from the entries, size by size as the walk reaches them.
+// recomputes from the entries, size by size as the walk reaches them (in
+// increasing order, so each segment is read once).
 type archiveCheck struct {
-	a     *FileCheckpointArchive
-	v     note.Verifier
-	sizes []uint64 // archived sizes, increasing
-	next  int
-	rep   *FsckReport
+	a      *FileCheckpointArchive
+	v      note.Verifier // nil: no key to check with, and nothing is checked
+	rep    *FsckReport
+	seg    *segment // the segment of the sizes being walked
+	loaded bool
 }
 
-// newArchiveCheck lists the archive. Without a verifier key there is
-// nothing to check the checkpoints with (fsck reports that already), and
-// the check does nothing.
+// newArchiveCheck returns the check of archive a under the verifier key
+// vkey. Without one there is nothing to check the checkpoints with (fsck
+// reports that already), and the check does nothing.
 func newArchiveCheck(a *FileCheckpointArchive, vkey string, rep *FsckReport) *archiveCheck {
 	ac := &archiveCheck{a: a, rep: rep}
-	v, err := note.NewVerifier(vkey)
-	if err != nil {
-		return ac
+	if v, err := note.NewVerifier(vkey); err == nil {
+		ac.v = v
 	}
-	sizes, err := a.sizes()
-	if err != nil {
-		rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: err.Error()})
-		return ac
-	}
-	ac.v, ac.sizes = v, sizes
 	return ac
 }
 
 // at checks the archived checkpoint of size, if there is one, against the
 // tree's root at that size.
 func (ac *archiveCheck) at(size uint64, root func() []byte) {
-	for ac.next < len(ac.sizes) && ac.sizes[ac.next] <= size {
-		s := ac.sizes[ac.next]
-		ac.next++
-		if s != size {
-			continue
-		}
-		raw, err := ac.a.Get(context.Background(), s)
+	if ac.v == nil {
+		return
+	}
+	if g := size / segmentSpan; !ac.loaded || ac.seg.group != g {
+		seg, err := ac.a.readSegment(g)
 		if err != nil {
-			ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: err.Error()})
-			continue
+			ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: err.Error() + "; the checkpoints after the damage cannot be read: restore the file from a backup"})
 		}
-		c, _, _, err := fmtlog.ParseCheckpoint(raw, ac.v.Name(), ac.v)
-		switch {
-		case err != nil:
-			ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf("%s does not verify under the log key (%v); restore it from a backup", ac.a.path(s), err)})
-		case c.Size != s:
-			ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf("%s holds a checkpoint of size %d", ac.a.path(s), c.Size)})
-		case !bytes.Equal(c.Hash, root()):
-			ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf(
-				"%s, signed by the log, has root %x, but the first %d entries hash to %x: the entries or the log's history differ from what it published (a restored backup of another time, or a fork)", ac.a.path(s), c.Hash, s, root())})
+		if seg == nil {
+			seg = &segment{group: g}
 		}
+		ac.seg, ac.loaded = seg, true
+	}
+	raw, ok := ac.seg.last[size]
+	if !ok {
+		return
+	}
+	path := ac.a.segmentPath(ac.seg.group)
+	c, _, _, err := fmtlog.ParseCheckpoint(raw, ac.v.Name(), ac.v)
+	switch {
+	case err != nil:
+		ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf("the checkpoint of size %d in %s does not verify under the log key (%v); restore the file from a backup", size, path, err)})
+	case c.Size != size:
+		ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf("the record of size %d in %s holds a checkpoint of size %d", size, path, c.Size)})
+	case !bytes.Equal(c.Hash, root()):
+		ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf(
+			"the checkpoint of size %d in %s, signed by the log, has root %x, but the first %d entries hash to %x: the entries or the log's history differ from what it published (a restored backup of another time, or a fork)", size, path, c.Hash, size, root())})
 	}
 }
 
 // beyond reports archived checkpoints of sizes greater than the tree.
 func (ac *archiveCheck) beyond(size uint64) {
-	if rest := ac.sizes[ac.next:]; len(rest) > 0 && rest[len(rest)-1] > size {
+	if latest, _, err := ac.a.Latest(context.Background()); err == nil && latest > size {
 		ac.rep.add(Problem{Kind: "checkpoint_archive_ahead", Detail: fmt.Sprintf(
-			"the checkpoint archive holds %d checkpoints beyond the tree size %d (up to size %d): the tiles are older than the archive; restore log/ from the same backup as %s/, or a later one", len(rest), size, rest[len(rest)-1], checkpointsDir)})
+			"the checkpoint archive holds checkpoints beyond the tree size %d (up to size %d): the tiles are older than the archive; restore log/ from the same backup as %s/, or a later one", size, latest, checkpointsDir)})
 	}
 }

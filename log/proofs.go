@@ -33,20 +33,24 @@ type proofCache struct {
 // archiveCheckpoints records every newly published checkpoint in the
 // checkpoint archive, so proofs can be given against any checkpoint the log
 // has published, and keeps the tree size and checkpoint age metrics. A
-// checkpoint published again at the same size (re-signed, or re-witnessed)
-// replaces the archived one, unless it lacks the witness quorum the
-// archived one has (a fail-open re-publication of the same tree).
+// checkpoint published again at the same size (Tessera signs an unchanged
+// tree again now and then) replaces the archived one only when it carries
+// the witness quorum the archived one lacks: a cosigned checkpoint after a
+// fail-open one, or after witnessing was turned on.
 func (l *Log) archiveCheckpoints(ctx context.Context) {
 	t := time.NewTicker(l.cfg.CheckpointInterval / 2)
 	defer t.Stop()
 	var last uint64
-	archived := false      // whether last is a size already archived
-	var lastRaw []byte     // the latest checkpoint file seen, to tell new ones
-	var archivedRaw []byte // what the archive holds for last
-	var keptOver []byte    // a checkpoint of size last not archived over a witnessed one
+	archived := false  // whether last is a size already archived
+	var lastRaw []byte // the latest checkpoint file seen, to tell new ones
 	judged := false
+	// Whether the archived checkpoint of size last lacks the quorum, and
+	// the last checkpoint of that size judged not to replace it.
+	lacksQuorum := false
+	var notBetter []byte
 	if size, raw, err := l.checkpoints.Latest(ctx); err == nil {
-		last, archivedRaw, lastRaw, archived = size, raw, raw, true
+		last, lastRaw, archived = size, raw, true
+		lacksQuorum = !l.MeetsQuorum(raw)
 	}
 	for first := true; ; first = false {
 		// The first pass runs at once: a fresh log's size-0 checkpoint
@@ -70,19 +74,24 @@ func (l *Log) archiveCheckpoints(ctx context.Context) {
 			l.checkpointPublished(raw, cp.Size, isNew)
 			lastRaw, judged = raw, true
 		}
-		if archived && cp.Size == last && (bytes.Equal(raw, archivedRaw) || bytes.Equal(raw, keptOver)) {
-			continue
-		}
-		if archived && cp.Size == last && l.cfg.Witnesses != nil && l.cfg.Witnesses.Satisfied(archivedRaw) && !l.cfg.Witnesses.Satisfied(raw) {
-			keptOver = raw
-			continue
+		meets := true
+		if archived && cp.Size == last {
+			if !lacksQuorum || bytes.Equal(raw, notBetter) {
+				continue
+			}
+			if meets = l.MeetsQuorum(raw); !meets {
+				notBetter = raw
+				continue
+			}
+		} else {
+			meets = l.MeetsQuorum(raw)
 		}
 		if err := l.checkpoints.Put(ctx, cp.Size, raw); err != nil {
 			// Tried again at the next pass.
 			l.logger.Error("couldn't archive checkpoint", "size", cp.Size, "error", err)
 			continue
 		}
-		last, archivedRaw, archived = cp.Size, raw, true
+		last, archived, lacksQuorum, notBetter = cp.Size, true, !meets, nil
 	}
 }
 

@@ -1046,7 +1046,7 @@ func TestFaultIndex(t *testing.T) {
 	srv = startServe(t, f.bin, f.data, f.trust)
 	f.check(srv.url, true)
 	f.replay(srv.url, id)
-	// A checkpoint published now is archived in the index.
+	// A checkpoint published now is archived.
 	f.batch(srv.url, 10)
 	var archived uint64
 	waitFor(t, 10*time.Second, "a checkpoint covering the batch, archived", func() bool {
