@@ -25,8 +25,9 @@
 //
 // Submissions answer 201 {"index", "leaf_hash", "kind", "id"}; with
 // ?wait=proof the answer comes once a published checkpoint covers the entry
-// and adds "checkpoint" and "proof" (tlog-proof text). Refusals are JSON
-// (see Refusal). Ids in paths are URL-escaped; each lookup by id also takes
+// and adds "checkpoint" and "proof" (tlog-proof text), and
+// "proof_without_quorum" when that checkpoint lacks the witness quorum (see
+// Accepted). Refusals are JSON (see Refusal). Ids in paths are URL-escaped; each lookup by id also takes
 // ?id= instead.
 package api
 

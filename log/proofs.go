@@ -111,7 +111,7 @@ func (l *Log) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
 		return nil, xerr
 	}
 	if c, _, _, err := fmtlog.ParseCheckpoint(note, l.origin, l.verifier); err != nil || c.Size != size {
-		return nil, fmt.Errorf("the archived checkpoint of size %d does not verify under the log's key (the archive is damaged; restore it from a backup)", size)
+		return nil, fmt.Errorf("the archived checkpoint of size %d does not verify under the log's key", size)
 	}
 	return note, nil
 }
