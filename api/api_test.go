@@ -20,6 +20,8 @@ import (
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
+	"github.com/memtrail/memtrail/witness"
+	"github.com/transparency-dev/tessera"
 )
 
 type testServer struct {
@@ -549,5 +551,54 @@ func TestBatchOrderWithEscapedNames(t *testing.T) {
 		if code != 200 || len(results) != 2 || results[0].Status != 201 || results[1].Refusal == nil || results[1].Refusal.Code != "item_purged" {
 			t.Fatalf("trial %d: %d %s", i, code, body)
 		}
+	}
+}
+
+// TestWaitProofWithoutQuorum: a ?wait=proof answer of a fail-open log
+// whose witness is down carries the proof and says that it lacks the
+// quorum; a log without a witness policy never says so.
+func TestWaitProofWithoutQuorum(t *testing.T) {
+	skey, vkey, err := mlog.GenerateLogKey("memtrail.test/api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, wvkey, err := witness.GenerateKey("witness.test/down")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg, err := tessera.NewWitnessGroupFromPolicy([]byte("log " + vkey + "\nwitness w " + wvkey + " http://127.0.0.1:9\nquorum w\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := gen.NewSigners()
+	l, err := mlog.Open(context.Background(), mlog.Config{
+		Dir: t.TempDir(), SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)),
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond,
+		Witnesses: &wg, WitnessTimeout: 200 * time.Millisecond, WitnessFailOpen: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(l, Config{}).Handler())
+	defer func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		l.Close(ctx)
+	}()
+	ts := &testServer{t: t, l: l, srv: srv, s: s, vkey: vkey}
+	code, _, body := ts.do("POST", "/v1/projections?wait=proof", "application/json", ts.projection("urn:p:fail-open"))
+	var acc Accepted
+	if err := json.Unmarshal(body, &acc); code != 201 || err != nil {
+		t.Fatalf("?wait=proof = %d %s", code, body)
+	}
+	if acc.Proof == "" || !strings.Contains(acc.ProofWithoutQuorum, "lacks the witness quorum") || !strings.Contains(acc.ProofWithoutQuorum, "/v1/proof/0") {
+		t.Errorf("?wait=proof of a fail-open log without its witness = %s; want the proof and proof_without_quorum", body)
+	}
+
+	plain := newTestServer(t)
+	code, _, body = plain.do("POST", "/v1/projections?wait=proof", "application/json", plain.projection("urn:p:plain"))
+	if code != 201 || !bytes.Contains(body, []byte(`"proof":`)) || bytes.Contains(body, []byte("proof_without_quorum")) {
+		t.Errorf("?wait=proof of an unwitnessed log = %d %s", code, body)
 	}
 }
