@@ -247,7 +247,7 @@ func runSubmit(args []string) error {
 		}
 	}
 	if len(noQuorum) > 0 {
-		fmt.Fprintf(os.Stderr, "memtrail: %d of %d entries were logged but their proofs lack the witness quorum (the log published without it, fail-open), and clients requiring the policy refuse them; do not submit them again, fetch witnessed proofs once the witnesses have cosigned a later checkpoint:\n", len(noQuorum), len(files))
+		fmt.Fprintf(os.Stderr, "memtrail: %d of %d entries were logged but their proofs lack the witness quorum, and clients requiring the policy refuse them; do not submit them again, fetch witnessed proofs once the witnesses have cosigned a later checkpoint:\n", len(noQuorum), len(files))
 		for _, c := range noQuorum {
 			fmt.Fprintf(os.Stderr, "\t%s\n", c)
 		}
