@@ -264,8 +264,9 @@ func (l *Log) verify(sub *receipts.Submission, t *receipts.Trust) error {
 }
 
 // checkProjectionFreshness applies the freshness policy at ingest: the
-// trust evaluation and the record must be recent, and neither from the
-// future beyond the allowed clock skew.
+// trust evaluation and the record must be recent, neither from the future
+// beyond the allowed clock skew, and the trust evaluation no longer before
+// created_at than the trust age allowed.
 func checkProjectionFreshness(r *receipts.ProjectionRecord, now time.Time, f receipts.Freshness) error {
 	te := r.SelectionContext.TrustEvaluatedAt
 	switch {
@@ -275,6 +276,10 @@ func checkProjectionFreshness(r *receipts.ProjectionRecord, now time.Time, f rec
 		return refusal(receipts.CodeRecordFromFuture, "created_at", "is later than now plus the allowed clock skew (%s)", f.MaxClockSkew)
 	case now.Sub(te) > f.MaxTrustAge:
 		return refusal(receipts.CodeTrustSnapshotStale, "selection_context.trust_evaluated_at", "trust was evaluated %s ago; at most %s is allowed", now.Sub(te).Round(time.Second), f.MaxTrustAge)
+	case r.CreatedAt.Sub(te) > f.MaxTrustAge:
+		// Draft -01 section 4.1 bounds the interval between the trust
+		// evaluation and created_at too, whatever the time of ingest.
+		return refusal(receipts.CodeTrustSnapshotStale, "selection_context.trust_evaluated_at", "trust was evaluated %s before created_at; at most %s is allowed", r.CreatedAt.Sub(te), f.MaxTrustAge)
 	case now.Sub(r.CreatedAt) > f.MaxProjectionAge:
 		return refusal(receipts.CodeRecordStale, "created_at", "record is %s old; at most %s is allowed", now.Sub(r.CreatedAt).Round(time.Second), f.MaxProjectionAge)
 	}

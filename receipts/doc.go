@@ -26,7 +26,11 @@
 // # Memory Projection Record v1
 //
 // A closed object with @version "MEMORY-PROJECTION-RECORD-v1" (see
-// [ProjectionRecord]). The adapter signs, with Ed25519,
+// [ProjectionRecord]), under the rules of draft -01
+// (draft-ferro-schrock-memory-projection-record-01), which tighten -00:
+// among them, each delivered entry's source result must be consistent
+// ([CheckSourceResult], source_result_invalid). The adapter signs, with
+// Ed25519,
 //
 //	"MEMORY-PROJECTION-RECORD-v1" || 0x00 || JCS(record without "proof")
 //

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memtrail/memtrail/internal/gen"
 	"github.com/memtrail/memtrail/receipts"
@@ -22,6 +23,7 @@ Make a signed receipt, for producers and for trying the log out.
 
 	memtrail sign projection --key KEY.pem [--adapter-id URI] [--key-id ID] [--id URI]
 		[--request FILE] [--selection-policy FILE] [--trust-snapshot FILE]
+		[--source-profile NAME] [--context-frame-profile URI]
 		[--material-out FILE] [FRAGMENT...]
 	memtrail sign compaction --key KEY.pem --manifest FILE [--id URI] [--output FILE]
 		[--trust FILE | --lattice L1,L2,...] [--supersedes ID --purged DIGEST...]
@@ -29,13 +31,21 @@ Make a signed receipt, for producers and for trying the log out.
 		[--purged-at UNIX]
 
 A projection record commits to the FRAGMENT files, in order, as the exact
-framed bytes of one context projection (draft section 6): its nonclaims are
-NOT_ESTABLISHED and its exclusion counts zero. With no FRAGMENT it records
-a projection that delivered nothing ("delivered": [], byte_length 0),
-which the draft allows. --material-out writes the interop verification
-material (request, policy and snapshot bytes, fragments, projection) for
-"memtrail verify projection --material". The defaults are the development
-adapter of "memtrail serve" (urn:memtrail:adapter:dev, dev-adapter-key).
+framed bytes of one context projection (draft section 7): its nonclaims are
+NOT_ESTABLISHED and its exclusion counts zero. The files are plain UTF-8
+files, not ApertoMemory objects, and the record says so: source profile
+urn:memtrail:source-profile:plain, context frame
+urn:memtrail:context-frame:plain (each fragment is the file's exact bytes,
+and so is its source object), format_version 1, and, since nothing
+authenticates a plain file, every entry "unverified", authorship "unknown",
+no author key and no custody (docs/profile.md, "Plain files"); a file that
+is not UTF-8 is refused, and so are ApertoMemory's profile names. With no
+FRAGMENT it records a projection that delivered nothing ("delivered": [],
+byte_length 0), which the draft allows. --material-out writes the interop
+verification material (request, policy and snapshot bytes, fragments,
+projection) for "memtrail verify projection --material". The defaults are
+the development adapter of "memtrail serve" (urn:memtrail:adapter:dev,
+dev-adapter-key).
 
 A compaction is written as a log submission, {"eccr": ..., "manifest": ...};
 the manifest file is {"manifest_version": "1.0", "items": [...]} or a list of
@@ -53,9 +63,10 @@ Flags may come before or after the FRAGMENT files; "--" ends the flags.
 Ids default to fresh urn:uuid values. The receipt is written to standard
 output. The command exits 0 if it wrote a receipt, 1 if it could not (a key,
 file or manifest that cannot be read, a label not in the lattice, a value
-the receipt refuses), and 2 on a usage error (an unknown flag or kind, a
-missing --key, --manifest or --item, --purged without --supersedes, a
-malformed --lattice).
+the receipt refuses, a fragment that is not UTF-8), and 2 on a usage error
+(an unknown flag or kind, a missing --key, --manifest or --item, --purged
+without --supersedes, a malformed --lattice, an ApertoMemory profile name
+for a projection).
 
 Example, against a fresh "memtrail serve" in the current directory:
 
@@ -125,8 +136,8 @@ func signProjection(args []string) error {
 	adapterFlag := fs.String("adapter-id", "urn:memtrail:adapter:dev", "adapter id")
 	keyIDFlag := fs.String("key-id", "dev-adapter-key", "adapter key id")
 	idFlag := fs.String("id", "", "projection_id (default a fresh urn:uuid)")
-	profileFlag := fs.String("source-profile", "draft-ferro-apertomemory-02", "source profile")
-	frameFlag := fs.String("context-frame-profile", "urn:memtrail:context-frame:plain", "context frame profile")
+	profileFlag := fs.String("source-profile", receipts.SourceProfilePlain, "source profile of the FRAGMENT files (not ApertoMemory's: they are plain files)")
+	frameFlag := fs.String("context-frame-profile", receipts.ContextFramePlain, "context frame profile (not ApertoMemory's: each fragment is a file's exact bytes)")
 	requestFlag := fs.String("request", "", "file holding the recall request bytes (default empty)")
 	policyFlag := fs.String("selection-policy", "", "file holding the selection policy bytes (default empty)")
 	snapshotFlag := fs.String("trust-snapshot", "", "file holding the trust snapshot bytes (default empty)")
@@ -134,6 +145,13 @@ func signProjection(args []string) error {
 	fragments, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
+	}
+	// The files are not ApertoMemory objects, and this command frames
+	// nothing: a record naming ApertoMemory's profiles would claim what
+	// nothing here checked.
+	if *profileFlag == receipts.SourceProfileApertoMemory || *frameFlag == receipts.ContextFrameApertoMemory {
+		return badUsageError(withHint(fmt.Errorf("sign projection signs plain files, not ApertoMemory objects, so it cannot name %s or %s", receipts.SourceProfileApertoMemory, receipts.ContextFrameApertoMemory),
+			"leave --source-profile and --context-frame-profile at their defaults, "+receipts.SourceProfilePlain+" and "+receipts.ContextFramePlain+" (docs/profile.md); an ApertoMemory adapter signs its records with receipts.NewProjection"))
 	}
 	priv, err := readKey(*keyFlag)
 	if err != nil {
@@ -161,7 +179,13 @@ func signProjection(args []string) error {
 		if err != nil {
 			return err
 		}
-		frags = append(frags, receipts.Fragment{FormatVersion: 2, SealedObjectDigest: receipts.Digest(b), Bytes: b, DerivedTrust: "self", Authorship: "unknown"})
+		if !utf8.Valid(b) {
+			return fmt.Errorf("%s is not UTF-8 text, and a projection is UTF-8 bytes only (draft -01 section 4.3)", path)
+		}
+		// Nothing authenticates a plain file: it is unverified, of
+		// unknown authorship, without an author key or custody.
+		frags = append(frags, receipts.Fragment{FormatVersion: 1, SealedObjectDigest: receipts.Digest(b), Bytes: b,
+			DerivedTrust: "unverified", Authorship: "unknown", AuthorKeyIDB64u: nil, CustodyPresent: false})
 	}
 	now := time.Now().UTC()
 	r, projection, err := receipts.NewProjection(&receipts.ProjectionInput{

@@ -76,7 +76,7 @@ func (s *Signers) Projection(id string, now time.Time, n, fragmentSize int) (*re
 			Bytes:              []byte(body),
 			DerivedTrust:       []string{"trusted", "self", "unverified"}[i%3],
 			Authorship:         []string{"attested", "signed", "unknown"}[i%3],
-			CustodyPresent:     i%2 == 0,
+			CustodyPresent:     i%3 == 0 || i%2 == 0, // attested authorship needs custody (draft -01 §4.3)
 		}
 		if i%3 != 2 {
 			frags[i].AuthorKeyIDB64u = &author
