@@ -542,3 +542,15 @@ func TestBatchOrderWithEscapedNames(t *testing.T) {
 		}
 	}
 }
+
+// TestItemAnswer pins the bytes of GET /v1/items/{digest}: every member is
+// present, lists are [] rather than null, and a missing tombstone is null.
+func TestItemAnswer(t *testing.T) {
+	ts := newTestServer(t)
+	item := receipts.Digest([]byte("never logged"))
+	code, _, body := ts.do("GET", "/v1/items/"+item, "", nil)
+	want := `{"item":"` + item + `","state":"unknown","compactions":[],"tombstone":null,"open_obligations":[]}`
+	if code != 200 || strings.TrimSpace(string(body)) != want {
+		t.Errorf("GET /v1/items/%s = %d %s, want 200 %s", item, code, body, want)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/memtrail/memtrail/receipts"
-	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera"
 )
 
@@ -418,12 +417,6 @@ func (l *Log) appendLineage(ctx context.Context, e Entry, entry *tessera.Entry, 
 		o.close()
 		return pe, future, nil
 	}
-}
-
-func leafHash(leaf []byte) [32]byte {
-	var h [32]byte
-	copy(h[:], rfc6962.DefaultHasher.HashLeaf(leaf))
-	return h
 }
 
 func isPushback(err error) bool { return errors.Is(err, tessera.ErrPushback) }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -204,7 +205,7 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 	}
 	s := &AuditState{Origin: j.Origin, TreeSize: j.TreeSize, Checkpoint: []byte(j.Checkpoint), TrustDigest: j.TrustDigest, Counts: j.Counts,
 		Compactions: j.Compactions, Tombstones: j.Tombstones, Findings: j.Findings}
-	root, ok := decodeHash(j.RootHash)
+	root, ok := tlogfmt.ParseHash(j.RootHash)
 	if !ok {
 		return nil, bad("root_hash", "must be a base64 SHA-256 hash")
 	}
@@ -218,7 +219,7 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 		return nil, bad("checkpoint", "does not name the state's origin, tree size and root hash")
 	}
 	for i, h := range j.Range {
-		d, ok := decodeHash(h)
+		d, ok := tlogfmt.ParseHash(h)
 		if !ok {
 			return nil, bad(fmt.Sprintf("range[%d]", i), "must be a base64 SHA-256 hash")
 		}
