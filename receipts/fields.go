@@ -39,23 +39,33 @@ func (d *decoder) object(v *value, path string, required, optional []string) *va
 		d.fail(path, "must be an object, not %s", v.kind)
 		return nil
 	}
+	if name, problem := checkMembers(v, required, optional); problem != "" {
+		d.fail(join(path, name), "%s", problem)
+		return nil
+	}
+	return v
+}
+
+// checkMembers checks that the object v's members are exactly required plus
+// any of optional. If not, it names the first required member missing, or
+// else the first member of neither list, and says which ("required member
+// is missing", "unknown member (the member set is closed)").
+func checkMembers(v *value, required, optional []string) (name, problem string) {
 	for _, name := range required {
 		if _, ok := v.get(name); !ok {
-			d.fail(join(path, name), "required member is missing")
-			return nil
+			return name, "required member is missing"
 		}
 	}
 	if len(v.members) == len(required) {
-		return v
+		return "", ""
 	}
 	for i := range v.members {
 		name := v.members[i].name
 		if !contains(required, name) && !contains(optional, name) {
-			d.fail(join(path, name), "unknown member (the member set is closed)")
-			return nil
+			return name, "unknown member (the member set is closed)"
 		}
 	}
-	return v
+	return "", ""
 }
 
 func contains(list []string, s string) bool {
@@ -101,14 +111,16 @@ func (d *decoder) boundedString(o *value, parent, name string, max int) string {
 		d.fail(join(parent, name), "must be a non-empty string of at most %d bytes", max)
 		return ""
 	}
-	if hasControl(s) {
+	if HasControl(s) {
 		d.fail(join(parent, name), "must not contain control characters")
 		return ""
 	}
 	return s
 }
 
-func hasControl(s string) bool {
+// HasControl reports whether s holds an ASCII control character (U+0000 to
+// U+001F, or U+007F), which text members refuse.
+func HasControl(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] == 0x7f {
 			return true
@@ -276,10 +288,10 @@ func FormatTimestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-// decodeB64u decodes strict unpadded base64url (RFC 4648 section 5): no
+// DecodeB64u decodes strict unpadded base64url (RFC 4648 section 5): no
 // padding, no line breaks, and unused trailing bits must be zero, so every
 // byte string has exactly one encoding.
-func decodeB64u(s string) ([]byte, bool) {
+func DecodeB64u(s string) ([]byte, bool) {
 	// The alphabet check comes first: the standard decoder skips '\r' and
 	// '\n', which would give one byte string many encodings.
 	for i := 0; i < len(s); i++ {
@@ -299,6 +311,6 @@ func EncodeB64u(b []byte) string { return base64.RawURLEncoding.EncodeToString(b
 
 // isB64u reports whether s is non-empty strict unpadded base64url.
 func isB64u(s string) bool {
-	_, ok := decodeB64u(s)
+	_, ok := DecodeB64u(s)
 	return ok && s != ""
 }

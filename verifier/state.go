@@ -142,29 +142,32 @@ var stateNames = func() map[string]bool {
 // checkStateNames checks every member name in exact case, except the keys
 // of finding_counts, which are data, and of ids, which are receipt kinds.
 func checkStateNames(v *jvalue, path string) error {
-	switch v.kind {
-	case jarray:
-		for i := range v.elems {
-			if err := checkStateNames(&v.elems[i], path+"[]"); err != nil {
+	switch v.Kind() {
+	case receipts.JSONArray:
+		for i := range v.Len() {
+			e := v.Elem(i)
+			if err := checkStateNames(&e, path+"[]"); err != nil {
 				return err
 			}
 		}
-	case jobject:
+	case receipts.JSONObject:
 		if path == "ids" || path == "finding_counts" {
 			if path == "ids" {
-				for _, m := range v.members {
-					if m.name != string(receipts.KindProjection) && m.name != string(receipts.KindCompaction) && m.name != string(receipts.KindTombstone) {
-						return &InputError{Document: docState, Member: "ids." + m.name, Reason: "unknown receipt kind"}
+				for i := range v.Len() {
+					name, _ := v.Member(i)
+					if name != string(receipts.KindProjection) && name != string(receipts.KindCompaction) && name != string(receipts.KindTombstone) {
+						return &InputError{Document: docState, Member: "ids." + name, Reason: "unknown receipt kind"}
 					}
 				}
 			}
 			return nil
 		}
-		for _, m := range v.members {
-			if !stateNames[m.name] {
-				return &InputError{Document: docState, Member: jpath(path, m.name), Reason: "unknown member"}
+		for i := range v.Len() {
+			name, m := v.Member(i)
+			if !stateNames[name] {
+				return &InputError{Document: docState, Member: jpath(path, name), Reason: "unknown member"}
 			}
-			if err := checkStateNames(&m.val, jpath(path, m.name)); err != nil {
+			if err := checkStateNames(&m, jpath(path, name)); err != nil {
 				return err
 			}
 		}
@@ -181,11 +184,11 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 	if len(data) > MaxStateSize {
 		return nil, &InputError{Document: docState, Reason: "larger than 4 GiB"}
 	}
-	v, err := parseStrictJSON(docState, data)
+	_, v, err := parseStrictJSON(docState, data)
 	if err != nil {
 		return nil, err
 	}
-	if v.kind != jobject {
+	if v.Kind() != receipts.JSONObject {
 		return nil, &InputError{Document: docState, Reason: "not a JSON object"}
 	}
 	if err := checkStateNames(v, ""); err != nil {
@@ -288,7 +291,7 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 	}
 	s.FindingCounts = map[receipts.Code]uint64{}
 	for code, n := range j.FindingCounts {
-		if code == "" || hasControl(code) {
+		if code == "" || receipts.HasControl(code) {
 			return nil, bad("finding_counts", "has a malformed code")
 		}
 		s.FindingCounts[receipts.Code(code)] = n

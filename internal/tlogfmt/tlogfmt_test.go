@@ -88,6 +88,7 @@ func TestParseCheckpoint(t *testing.T) {
 		ok   bool
 	}{
 		{"example.com/log\n3\n" + b64 + "\n", true},
+		{"example.com/log with spaces+plus\n3\n" + b64 + "\n", true},
 		{"o\n18446744073709551615\n" + b64 + "\n", true},
 		{"o\n3\n" + b64 + "\next one\next two\n", true},
 		// Size 0 with any root parses: callers judge it.
