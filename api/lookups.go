@@ -364,8 +364,3 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write([]byte("ok\n"))
 }
-
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	s.log.Metrics.WriteMetrics(w, s.log.Metrics.TreeSize(), s.log.Metrics.CheckpointAge())
-}

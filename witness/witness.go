@@ -147,6 +147,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/metricshttp"
 	"github.com/memtrail/memtrail/internal/tlogfmt"
 	fnote "github.com/transparency-dev/formats/note"
 	"github.com/transparency-dev/merkle/proof"
@@ -223,6 +224,10 @@ type Config struct {
 
 	// Logger receives structured logs. nil means slog.Default().
 	Logger *slog.Logger
+
+	// Version is the version memtrail_build_info reports at /metrics. Empty
+	// means the main module's version, or "(devel)".
+	Version string
 }
 
 // A Witness verifies and cosigns checkpoints. Its methods are safe for
@@ -312,7 +317,7 @@ func New(ctx context.Context, c Config) (*Witness, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /add-checkpoint", w.serveAddCheckpoint)
 	mux.HandleFunc("GET /checkpoint/{origin...}", w.serveCheckpoint)
-	mux.HandleFunc("GET /metrics", w.serveMetrics)
+	mux.Handle("GET /metrics", metricshttp.Handler(c.Version, collector{w}))
 	w.handler = mux
 	return w, nil
 }
