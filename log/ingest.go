@@ -117,12 +117,14 @@ func (o *order) close() {
 func (o *order) forward() {
 	if o.decided != nil && !o.closed {
 		o.closed = true
-		forwardOrder(o.after, o.decided)
+		PassOrder(o.after, o.decided)
 	}
 }
 
-// forwardOrder closes decided once after is closed, without blocking.
-func forwardOrder(after <-chan struct{}, decided chan struct{}) {
+// PassOrder passes the order of [Log.SubmitOrdered] on for a submission that
+// is not submitted (one that does not parse, say): it closes decided (if not
+// nil) once after is closed, without blocking.
+func PassOrder(after <-chan struct{}, decided chan struct{}) {
 	if decided == nil {
 		return
 	}

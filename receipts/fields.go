@@ -16,7 +16,9 @@ type decoder struct {
 	err  *Error
 }
 
-func join(parent, name string) string {
+// MemberPath is the path of member name inside parent, as errors name
+// members: "signature.kid", or "kid" at the top level.
+func MemberPath(parent, name string) string {
 	if parent == "" {
 		return name
 	}
@@ -40,7 +42,7 @@ func (d *decoder) object(v *value, path string, required, optional []string) *va
 		return nil
 	}
 	if name, problem := checkMembers(v, required, optional); problem != "" {
-		d.fail(join(path, name), "%s", problem)
+		d.fail(MemberPath(path, name), "%s", problem)
 		return nil
 	}
 	return v
@@ -95,7 +97,7 @@ func (d *decoder) str(o *value, parent, name string) string {
 		return ""
 	}
 	if v.kind != kindString {
-		d.fail(join(parent, name), "must be a string, not %s", v.kind)
+		d.fail(MemberPath(parent, name), "must be a string, not %s", v.kind)
 		return ""
 	}
 	return v.str
@@ -108,11 +110,11 @@ func (d *decoder) boundedString(o *value, parent, name string, max int) string {
 		return ""
 	}
 	if s == "" || len(s) > max {
-		d.fail(join(parent, name), "must be a non-empty string of at most %d bytes", max)
+		d.fail(MemberPath(parent, name), "must be a non-empty string of at most %d bytes", max)
 		return ""
 	}
 	if HasControl(s) {
-		d.fail(join(parent, name), "must not contain control characters")
+		d.fail(MemberPath(parent, name), "must not contain control characters")
 		return ""
 	}
 	return s
@@ -131,7 +133,7 @@ func HasControl(s string) bool {
 
 func (d *decoder) constant(o *value, parent, name, want string) {
 	if s := d.str(o, parent, name); d.err == nil && s != want {
-		d.fail(join(parent, name), "must be %q", want)
+		d.fail(MemberPath(parent, name), "must be %q", want)
 	}
 }
 
@@ -141,11 +143,11 @@ func (d *decoder) integer(o *value, parent, name string, min, max int64) int64 {
 		return 0
 	}
 	if v.kind != kindNumber {
-		d.fail(join(parent, name), "must be an integer, not %s", v.kind)
+		d.fail(MemberPath(parent, name), "must be an integer, not %s", v.kind)
 		return 0
 	}
 	if v.num < min || v.num > max {
-		d.fail(join(parent, name), "must be an integer in [%d, %d]", min, max)
+		d.fail(MemberPath(parent, name), "must be an integer in [%d, %d]", min, max)
 		return 0
 	}
 	return v.num
@@ -157,7 +159,7 @@ func (d *decoder) boolean(o *value, parent, name string) bool {
 		return false
 	}
 	if v.kind != kindBool {
-		d.fail(join(parent, name), "must be a boolean, not %s", v.kind)
+		d.fail(MemberPath(parent, name), "must be a boolean, not %s", v.kind)
 		return false
 	}
 	return v.b
@@ -166,7 +168,7 @@ func (d *decoder) boolean(o *value, parent, name string) bool {
 func (d *decoder) digest(o *value, parent, name string) string {
 	s := d.str(o, parent, name)
 	if d.err == nil && !IsDigest(s) {
-		d.fail(join(parent, name), "must be \"sha256:\" followed by 64 lowercase hex digits")
+		d.fail(MemberPath(parent, name), "must be \"sha256:\" followed by 64 lowercase hex digits")
 	}
 	return s
 }
@@ -175,7 +177,7 @@ func (d *decoder) uri(o *value, parent, name string) string {
 	s := d.str(o, parent, name)
 	if d.err == nil {
 		if err := checkURI(s); err != "" {
-			d.fail(join(parent, name), "%s", err)
+			d.fail(MemberPath(parent, name), "%s", err)
 		}
 	}
 	return s
@@ -190,7 +192,7 @@ func (d *decoder) timestamp(o *value, parent, name string) (time.Time, string) {
 	}
 	t, err := ParseTimestamp(s)
 	if err != nil {
-		d.fail(join(parent, name), "%v", err)
+		d.fail(MemberPath(parent, name), "%v", err)
 		return time.Time{}, ""
 	}
 	return t, s

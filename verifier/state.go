@@ -165,9 +165,9 @@ func checkStateNames(v *jvalue, path string) error {
 		for i := range v.Len() {
 			name, m := v.Member(i)
 			if !stateNames[name] {
-				return &InputError{Document: docState, Member: jpath(path, name), Reason: "unknown member"}
+				return &InputError{Document: docState, Member: receipts.MemberPath(path, name), Reason: "unknown member"}
 			}
-			if err := checkStateNames(&m, jpath(path, name)); err != nil {
+			if err := checkStateNames(&m, receipts.MemberPath(path, name)); err != nil {
 				return err
 			}
 		}

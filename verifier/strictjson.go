@@ -77,13 +77,6 @@ type jdec struct {
 	err *InputError
 }
 
-func jpath(parent, name string) string {
-	if parent == "" {
-		return name
-	}
-	return parent + "." + name
-}
-
 func (d *jdec) fail(path, format string, args ...any) {
 	if d.err == nil {
 		d.err = &InputError{Document: d.doc, Member: path, Reason: fmt.Sprintf(format, args...)}
@@ -105,7 +98,7 @@ func (d *jdec) object(v *jvalue, path string, required, optional []string) *jval
 		return nil
 	}
 	if name, problem := v.CheckMembers(required, optional); problem != "" {
-		d.fail(jpath(path, name), "%s", problem)
+		d.fail(receipts.MemberPath(path, name), "%s", problem)
 		return nil
 	}
 	return v
