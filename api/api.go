@@ -40,6 +40,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/memtrail/memtrail/internal/metricshttp"
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
 )
@@ -73,6 +74,9 @@ type Config struct {
 	AnswerTimeout time.Duration
 	// Logger receives request errors (default slog.Default()).
 	Logger *slog.Logger
+	// Version is the version memtrail_build_info reports at /metrics
+	// (default: the main module's version, or "(devel)").
+	Version string
 }
 
 // Server serves one log.
@@ -85,6 +89,7 @@ type Server struct {
 	cpu      chan struct{} // a lane per core for parsing the others
 	// bodyBytes is the body budget in use (see Config.MaxBodyBytes).
 	bodyBytes atomic.Int64
+	metrics   http.Handler
 }
 
 // New returns a Server for l.
@@ -111,7 +116,8 @@ func New(l *mlog.Log, cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	return &Server{log: l, cfg: cfg, logger: cfg.Logger, inflight: make(chan struct{}, cfg.MaxInFlight),
-		large: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)), cpu: make(chan struct{}, runtime.GOMAXPROCS(0))}
+		large: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)), cpu: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		metrics: metricshttp.Handler(cfg.Version, l.Metrics)}
 }
 
 // Handler returns the HTTP handler of every endpoint.
@@ -164,6 +170,6 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/v1/consistency", s.serveConsistency)
 
 	r.Get("/healthz", s.serveHealth)
-	r.Get("/metrics", s.serveMetrics)
+	r.Get("/metrics", s.metrics.ServeHTTP)
 	return r
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/memtrail/memtrail/internal/gen"
+	"github.com/memtrail/memtrail/internal/promtest"
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
@@ -541,4 +542,54 @@ func TestBatchOrderWithEscapedNames(t *testing.T) {
 			t.Fatalf("trial %d: %d %s", i, code, body)
 		}
 	}
+}
+
+// TestItemAnswer pins the bytes of GET /v1/items/{digest}: every member is
+// present, lists are [] rather than null, and a missing tombstone is null.
+func TestItemAnswer(t *testing.T) {
+	ts := newTestServer(t)
+	item := receipts.Digest([]byte("never logged"))
+	code, _, body := ts.do("GET", "/v1/items/"+item, "", nil)
+	want := `{"item":"` + item + `","state":"unknown","compactions":[],"tombstone":null,"open_obligations":[]}`
+	if code != 200 || strings.TrimSpace(string(body)) != want {
+		t.Errorf("GET /v1/items/%s = %d %s, want 200 %s", item, code, body, want)
+	}
+}
+
+// TestMetricsPromtool checks the whole of /metrics with promtool: the log's
+// metrics after submissions and refusals, Tessera's, the process's and
+// memtrail_build_info.
+func TestMetricsPromtool(t *testing.T) {
+	ts := newTestServerWith(t, 100*time.Millisecond, Config{Version: "v1.2.3-test"})
+	for i := range 3 {
+		if code, _, body := ts.do("POST", "/v1/projections?wait=proof", "application/json", ts.projection(fmt.Sprint("urn:p:m", i))); code != 201 {
+			t.Fatalf("submit: %d %s", code, body)
+		}
+	}
+	ts.do("POST", "/v1/projections", "application/json", ts.projection("urn:p:m0")) // a replay
+	ts.do("POST", "/v1/projections", "application/json", []byte("{"))
+	code, hdr, body := ts.do("GET", "/metrics", "", nil)
+	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain; version=0.0.4") {
+		t.Fatalf("GET /metrics = %d %q", code, hdr.Get("Content-Type"))
+	}
+	for _, want := range []string{
+		`memtrail_submissions_accepted_total{kind="projection"} 3`,
+		`memtrail_submissions_refused_total{code="projection_replay",kind="projection"} 1`,
+		`memtrail_ingest_seconds_count 3`,
+		`memtrail_tree_size 3`,
+		`memtrail_storage_writable 1`,
+		`memtrail_build_info{goversion="` + runtime.Version() + `",revision="`,
+		`version="v1.2.3-test"} 1`,
+		"# TYPE tessera_appender_add_calls_total counter",
+		"# TYPE go_goroutines gauge",
+		"# TYPE process_open_fds gauge",
+	} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", body)
+	}
+	promtest.Check(t, body)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
-	"github.com/memtrail/memtrail/verifier"
 )
 
 // LogInfo is the body of GET /v1/log.
@@ -75,25 +74,11 @@ type Entry struct {
 }
 
 func (s *Server) entry(ctx context.Context, kind receipts.Kind, id string) (*Entry, error) {
-	idx, err := s.log.LookupID(ctx, kind, id)
+	v, err := s.log.Entry(ctx, kind, id)
 	if err != nil {
 		return nil, err
 	}
-	leaf, err := s.log.ReadLeaf(ctx, idx)
-	if err != nil {
-		return nil, err
-	}
-	lh := verifier.LeafHash(leaf)
-	e := &Entry{Index: idx, LeafHash: base64.StdEncoding.EncodeToString(lh), Kind: string(kind), ID: id, Receipt: leaf}
-	proof, err := s.log.LatestInclusionProof(ctx, idx)
-	switch {
-	case err == nil:
-		e.Proof = string(proof)
-	case errors.Is(err, mlog.ErrNotPublished):
-	default:
-		return nil, err
-	}
-	return e, nil
+	return &Entry{Index: v.Index, LeafHash: base64.StdEncoding.EncodeToString(v.LeafHash[:]), Kind: string(v.Kind), ID: v.ID, Receipt: v.Leaf, Proof: string(v.Proof)}, nil
 }
 
 // serveEntry answers GET /v1/projections/{id} and /v1/tombstones/{id} (and
@@ -183,39 +168,24 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ctx := r.Context()
-	cs, err := s.log.CompactionsIncluding(ctx, item)
+	v, err := s.log.Item(r.Context(), item)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	st := ItemState{Item: item, Compactions: []ItemCompaction{}, Obligations: []ItemCompaction{}}
-	for _, c := range cs {
-		st.Compactions = append(st.Compactions, ItemCompaction{ID: c.ID, Index: c.Index, State: c.State(), SupersededBy: c.SupersededBy})
-	}
-	ts, err := s.log.Tombstone(ctx, item)
-	switch {
-	case err == nil:
-		st.Tombstone = &ItemTombstone{ID: ts.ID, Index: ts.Index, PurgedAt: ts.PurgedAt}
-	case !errors.Is(err, mlog.ErrNotFound):
-		s.writeError(w, r, err)
-		return
-	}
-	switch {
-	case st.Tombstone == nil && len(cs) == 0:
-		st.State = "unknown"
-	case st.Tombstone == nil:
-		st.State = "retained"
-	default:
-		st.State = "purged"
-		for _, c := range st.Compactions {
-			if c.State != "superseded" {
-				st.State = "awaiting_recompaction"
-				st.Obligations = append(st.Obligations, c)
-			}
-		}
+	st := ItemState{Item: item, State: v.State, Compactions: itemCompactions(v.Compactions), Obligations: itemCompactions(v.Obligations)}
+	if t := v.Tombstone; t != nil {
+		st.Tombstone = &ItemTombstone{ID: t.ID, Index: t.Index, PurgedAt: t.PurgedAt}
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+func itemCompactions(cs []*mlog.CompactionInfo) []ItemCompaction {
+	out := make([]ItemCompaction, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, ItemCompaction{ID: c.ID, Index: c.Index, State: c.State(), SupersededBy: c.SupersededBy})
+	}
+	return out
 }
 
 func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request) {
@@ -393,9 +363,4 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write([]byte("ok\n"))
-}
-
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	s.log.Metrics.WriteMetrics(w, s.log.Metrics.TreeSize(), s.log.Metrics.CheckpointAge())
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
 )
 
@@ -206,12 +207,12 @@ func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.K
 	defer release()
 	sub, err := s.parse(ctx, body)
 	if err != nil {
-		forward(after, decided)
+		mlog.PassOrder(after, decided)
 		s.log.Metrics.Refused(kind, receipts.ErrorCode(err))
 		return nil, err
 	}
 	if kind != "" && sub.Receipt.Kind() != kind {
-		forward(after, decided)
+		mlog.PassOrder(after, decided)
 		err := &receipts.Error{Code: receipts.CodeRecordInvalid, Reason: "this endpoint takes a " + string(kind) + ", not a " + string(sub.Receipt.Kind())}
 		s.log.Metrics.Refused(kind, err.Code)
 		return nil, err
@@ -321,21 +322,6 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, q...)
 }
 
-// forward closes decided once after is closed, without blocking.
-func forward(after <-chan struct{}, decided chan struct{}) {
-	if decided == nil {
-		return
-	}
-	if after == nil {
-		close(decided)
-		return
-	}
-	go func() {
-		<-after
-		close(decided)
-	}()
-}
-
 // BatchResult is one line of a /v1/batch answer: the line number (from 1)
 // and either the accepted entry or the refusal.
 type BatchResult struct {
@@ -417,7 +403,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 				res := BatchResult{Line: i + 1}
 				line = bytes.TrimSpace(line)
 				if len(line) == 0 {
-					forward(after, decided)
+					mlog.PassOrder(after, decided)
 					res.Status = http.StatusNoContent
 					results[i] <- res
 					return

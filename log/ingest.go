@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/memtrail/memtrail/receipts"
-	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera"
 )
 
@@ -118,12 +117,14 @@ func (o *order) close() {
 func (o *order) forward() {
 	if o.decided != nil && !o.closed {
 		o.closed = true
-		forwardOrder(o.after, o.decided)
+		PassOrder(o.after, o.decided)
 	}
 }
 
-// forwardOrder closes decided once after is closed, without blocking.
-func forwardOrder(after <-chan struct{}, decided chan struct{}) {
+// PassOrder passes the order of [Log.SubmitOrdered] on for a submission that
+// is not submitted (one that does not parse, say): it closes decided (if not
+// nil) once after is closed, without blocking.
+func PassOrder(after <-chan struct{}, decided chan struct{}) {
 	if decided == nil {
 		return
 	}
@@ -423,12 +424,6 @@ func (l *Log) appendLineage(ctx context.Context, e Entry, entry *tessera.Entry, 
 		o.close()
 		return pe, future, nil
 	}
-}
-
-func leafHash(leaf []byte) [32]byte {
-	var h [32]byte
-	copy(h[:], rfc6962.DefaultHasher.HashLeaf(leaf))
-	return h
 }
 
 func isPushback(err error) bool { return errors.Is(err, tessera.ErrPushback) }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memtrail/memtrail/internal/gen"
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/transparency-dev/tessera"
@@ -244,7 +245,7 @@ func TestVerificationRefusals(t *testing.T) {
 	tl.SetTrust(&tr)
 	tl.wantRefused(tl.projection("urn:p:after-revocation"), receipts.CodeAdapterKeyRevoked)
 	leaf, err := tl.ReadLeaf(context.Background(), acc.Index)
-	if err != nil || leafHash(leaf) != acc.LeafHash {
+	if err != nil || tlogfmt.LeafHash(leaf) != acc.LeafHash {
 		t.Errorf("entry logged before revocation changed: %v", err)
 	}
 	if size, _ := tl.IntegratedSize(context.Background()); size != 1 {

@@ -14,7 +14,9 @@
 // be integers written without fraction or exponent, not -0, and within
 // [-(2^53-1), 2^53-1]; nesting is capped at 32 levels; and each parser caps
 // its input size (see the Max* constants). Member sets are closed at every
-// level.
+// level. [ReadJSON] gives the same reader to documents that are not
+// receipts but must be read as strictly (the verifier's material, policy and
+// state files).
 //
 // # Canonical bytes and leaves
 //

@@ -70,7 +70,7 @@ func manifestFromTree(tree *value, path string) (*Manifest, error) {
 	d.constant(top, path, "manifest_version", ManifestVersion)
 	items := d.member(top, "items")
 	if d.err == nil && (items.kind != kindArray || len(items.elems) == 0) {
-		d.fail(join(path, "items"), "must be a non-empty array")
+		d.fail(MemberPath(path, "items"), "must be a non-empty array")
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -78,13 +78,13 @@ func manifestFromTree(tree *value, path string) (*Manifest, error) {
 	mf := &Manifest{Items: make([]ManifestItem, len(items.elems))}
 	seen := make(map[string]int, len(items.elems))
 	for i := range items.elems {
-		ipath := join(path, "items["+strconv.Itoa(i)+"]")
+		ipath := MemberPath(path, "items["+strconv.Itoa(i)+"]")
 		o := d.object(&items.elems[i], ipath, manifestItemMembers, manifestItemOptional)
 		it := &mf.Items[i]
 		it.ItemDigest = d.digest(o, ipath, "item_digest")
 		it.Sensitivity = d.str(o, ipath, "sensitivity")
 		if d.err == nil && !IsLabel(it.Sensitivity) {
-			d.fail(join(ipath, "sensitivity"), "must match ^[A-Z][A-Z0-9_]*$")
+			d.fail(MemberPath(ipath, "sensitivity"), "must match ^[A-Z][A-Z0-9_]*$")
 		}
 		if _, ok := o.get("expires_at"); ok && d.err == nil {
 			it.ExpiresAt = d.integer(o, ipath, "expires_at", 1, maxSafeInteger)
@@ -93,7 +93,7 @@ func manifestFromTree(tree *value, path string) (*Manifest, error) {
 			return nil, d.err
 		}
 		if j, dup := seen[it.ItemDigest]; dup {
-			return nil, refuse(CodeManifestInvalid, join(ipath, "item_digest"), "repeats items[%d]; item digests are unique within a manifest", j)
+			return nil, refuse(CodeManifestInvalid, MemberPath(ipath, "item_digest"), "repeats items[%d]; item digests are unique within a manifest", j)
 		}
 		seen[it.ItemDigest] = i
 	}

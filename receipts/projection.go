@@ -244,7 +244,7 @@ func projectionFromTree(tree *value, doc *document, sizeHint int) (*ProjectionRe
 	r.Proof.KeyID = d.boundedString(pf, "proof", "key_id", maxShortString)
 	r.Proof.SignatureB64 = d.str(pf, "proof", "signature_b64u")
 	if d.err == nil {
-		sig, ok := decodeB64u(r.Proof.SignatureB64)
+		sig, ok := DecodeB64u(r.Proof.SignatureB64)
 		if !ok || len(sig) != ed25519.SignatureSize {
 			d.fail("proof.signature_b64u", "must be the unpadded base64url of a 64-byte Ed25519 signature")
 		}

@@ -3,12 +3,12 @@ package verifier
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	fnote "github.com/transparency-dev/formats/note"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
@@ -66,7 +66,7 @@ func (e malformedError) Is(target error) bool { return target == ErrMalformed }
 // signature lines (the most note.Open reads), ML-DSA-44 cosignatures being the
 // largest at about 3.3 kB each. [OpenCheckpoint] refuses larger ones, and a
 // log source need read no more.
-const MaxCheckpointSize = 512 << 10
+const MaxCheckpointSize = tlogfmt.MaxCheckpointSize
 
 const maxCheckpointSize = MaxCheckpointSize
 
@@ -227,64 +227,17 @@ func cosignerList(cs []Cosignature) string {
 }
 
 // parseCheckpointText parses the text of a checkpoint note (everything before
-// the blank line that starts the signatures, final newline included).
+// the blank line that starts the signatures, final newline included), and
+// refuses a tree of size 0 whose root is not the empty tree's.
 func parseCheckpointText(text string) (*Checkpoint, error) {
-	rest, ok := strings.CutSuffix(text, "\n")
-	if !ok {
+	t, ok := tlogfmt.ParseCheckpoint(text)
+	if !ok || t.Size == 0 && !bytes.Equal(t.Hash[:], rfc6962.DefaultHasher.EmptyRoot()) {
 		return nil, errMalformedCheckpoint
 	}
-	lines := strings.Split(rest, "\n")
-	if len(lines) < 3 {
-		return nil, errMalformedCheckpoint
-	}
-	for _, l := range lines {
-		if l == "" {
-			return nil, errMalformedCheckpoint
-		}
-	}
-	c := &Checkpoint{Origin: lines[0]}
-	if c.Size, ok = parseDecimal(lines[1]); !ok {
-		return nil, errMalformedCheckpoint
-	}
-	h, ok := decodeHash(lines[2])
-	if !ok {
-		return nil, errMalformedCheckpoint
-	}
-	c.Hash = h
-	if c.Size == 0 && !bytes.Equal(h[:], rfc6962.DefaultHasher.EmptyRoot()) {
-		return nil, errMalformedCheckpoint
-	}
-	if len(lines) > 3 {
-		c.Extensions = lines[3:]
-	}
-	return c, nil
+	return &Checkpoint{Origin: t.Origin, Size: t.Size, Hash: t.Hash, Extensions: t.Extensions}, nil
 }
 
 // formatCheckpointText is the inverse of parseCheckpointText.
 func formatCheckpointText(c *Checkpoint) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n%d\n%s\n", c.Origin, c.Size, base64.StdEncoding.EncodeToString(c.Hash[:]))
-	for _, e := range c.Extensions {
-		b.WriteString(e + "\n")
-	}
-	return b.String()
-}
-
-// decodeHash decodes the canonical standard base64 of a 32-byte hash.
-func decodeHash(s string) ([sha256.Size]byte, bool) {
-	var h [sha256.Size]byte
-	if len(s) != base64.StdEncoding.EncodedLen(sha256.Size) {
-		return h, false
-	}
-	var buf [sha256.Size + 1]byte // DecodedLen of 44 characters
-	n, err := base64.StdEncoding.Strict().Decode(buf[:], []byte(s))
-	if err != nil || n != sha256.Size {
-		return h, false
-	}
-	copy(h[:], buf[:n])
-	// Strict decoding still skips CR and LF; re-encoding catches them.
-	if base64.StdEncoding.EncodeToString(h[:]) != s {
-		return h, false
-	}
-	return h, true
+	return (&tlogfmt.Checkpoint{Origin: c.Origin, Size: c.Size, Hash: c.Hash, Extensions: c.Extensions}).String()
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -141,29 +142,32 @@ var stateNames = func() map[string]bool {
 // checkStateNames checks every member name in exact case, except the keys
 // of finding_counts, which are data, and of ids, which are receipt kinds.
 func checkStateNames(v *jvalue, path string) error {
-	switch v.kind {
-	case jarray:
-		for i := range v.elems {
-			if err := checkStateNames(&v.elems[i], path+"[]"); err != nil {
+	switch v.Kind() {
+	case receipts.JSONArray:
+		for i := range v.Len() {
+			e := v.Elem(i)
+			if err := checkStateNames(&e, path+"[]"); err != nil {
 				return err
 			}
 		}
-	case jobject:
+	case receipts.JSONObject:
 		if path == "ids" || path == "finding_counts" {
 			if path == "ids" {
-				for _, m := range v.members {
-					if m.name != string(receipts.KindProjection) && m.name != string(receipts.KindCompaction) && m.name != string(receipts.KindTombstone) {
-						return &InputError{Document: docState, Member: "ids." + m.name, Reason: "unknown receipt kind"}
+				for i := range v.Len() {
+					name, _ := v.Member(i)
+					if name != string(receipts.KindProjection) && name != string(receipts.KindCompaction) && name != string(receipts.KindTombstone) {
+						return &InputError{Document: docState, Member: "ids." + name, Reason: "unknown receipt kind"}
 					}
 				}
 			}
 			return nil
 		}
-		for _, m := range v.members {
-			if !stateNames[m.name] {
-				return &InputError{Document: docState, Member: jpath(path, m.name), Reason: "unknown member"}
+		for i := range v.Len() {
+			name, m := v.Member(i)
+			if !stateNames[name] {
+				return &InputError{Document: docState, Member: receipts.MemberPath(path, name), Reason: "unknown member"}
 			}
-			if err := checkStateNames(&m.val, jpath(path, m.name)); err != nil {
+			if err := checkStateNames(&m, receipts.MemberPath(path, name)); err != nil {
 				return err
 			}
 		}
@@ -180,11 +184,11 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 	if len(data) > MaxStateSize {
 		return nil, &InputError{Document: docState, Reason: "larger than 4 GiB"}
 	}
-	v, err := parseStrictJSON(docState, data)
+	_, v, err := parseStrictJSON(docState, data)
 	if err != nil {
 		return nil, err
 	}
-	if v.kind != jobject {
+	if v.Kind() != receipts.JSONObject {
 		return nil, &InputError{Document: docState, Reason: "not a JSON object"}
 	}
 	if err := checkStateNames(v, ""); err != nil {
@@ -204,7 +208,7 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 	}
 	s := &AuditState{Origin: j.Origin, TreeSize: j.TreeSize, Checkpoint: []byte(j.Checkpoint), TrustDigest: j.TrustDigest, Counts: j.Counts,
 		Compactions: j.Compactions, Tombstones: j.Tombstones, Findings: j.Findings}
-	root, ok := decodeHash(j.RootHash)
+	root, ok := tlogfmt.ParseHash(j.RootHash)
 	if !ok {
 		return nil, bad("root_hash", "must be a base64 SHA-256 hash")
 	}
@@ -218,7 +222,7 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 		return nil, bad("checkpoint", "does not name the state's origin, tree size and root hash")
 	}
 	for i, h := range j.Range {
-		d, ok := decodeHash(h)
+		d, ok := tlogfmt.ParseHash(h)
 		if !ok {
 			return nil, bad(fmt.Sprintf("range[%d]", i), "must be a base64 SHA-256 hash")
 		}
@@ -287,7 +291,7 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 	}
 	s.FindingCounts = map[receipts.Code]uint64{}
 	for code, n := range j.FindingCounts {
-		if code == "" || hasControl(code) {
+		if code == "" || receipts.HasControl(code) {
 			return nil, bad("finding_counts", "has a malformed code")
 		}
 		s.FindingCounts[receipts.Code(code)] = n

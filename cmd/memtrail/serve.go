@@ -251,7 +251,7 @@ func runServe(args []string) error {
 		return fmt.Errorf("couldn't listen: %w", err)
 	}
 	ln = newLimitListener(ln, *connsFlag)
-	server := api.New(l, api.Config{MaxInFlight: *inflightFlag, Logger: logger})
+	server := api.New(l, api.Config{MaxInFlight: *inflightFlag, Logger: logger, Version: version()})
 	srv := &http.Server{
 		Handler: server.Handler(),
 		// Slow clients: headers must arrive within ReadHeaderTimeout and

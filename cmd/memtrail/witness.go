@@ -138,7 +138,7 @@ func runWitnessServe(args []string) error {
 	defer store.Close()
 
 	ctx := context.Background()
-	w, err := witness.New(ctx, witness.Config{Key: skey, Store: store, Logs: logs, Logger: logger})
+	w, err := witness.New(ctx, witness.Config{Key: skey, Store: store, Logs: logs, Logger: logger, Version: version()})
 	if err != nil {
 		return fmt.Errorf("couldn't start the witness: %w", err)
 	}
