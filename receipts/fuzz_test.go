@@ -115,7 +115,7 @@ func FuzzParseProjectionRecord(f *testing.F) {
 				t.Fatalf("delivered[%d] %s accepted", i, s)
 			}
 			if k := e.AuthorKeyIDB64u; k != nil && r.SourceProfile == SourceProfileApertoMemory {
-				if b, _ := decodeB64u(*k); len(b) != 8 {
+				if b, _ := DecodeB64u(*k); len(b) != 8 {
 					t.Fatalf("delivered[%d]: an ApertoMemory author key of %d bytes accepted", i, len(b))
 				}
 			}

@@ -326,7 +326,7 @@ func CheckSourceResult(sourceProfile string, e *DeliveredEntry, path string) err
 	switch sourceProfile {
 	case SourceProfileApertoMemory:
 		if e.AuthorKeyIDB64u != nil {
-			if b, _ := decodeB64u(*e.AuthorKeyIDB64u); len(b) != apertoMemoryKeyIDSize {
+			if b, _ := DecodeB64u(*e.AuthorKeyIDB64u); len(b) != apertoMemoryKeyIDSize {
 				return refuse(CodeSourceResultInvalid, path+".author_key_id_b64u", "is %d bytes; an ApertoMemory author key identifier is %d (draft -01 section 5.2)", len(b), apertoMemoryKeyIDSize)
 			}
 		}
