@@ -115,13 +115,20 @@ func (s *Server) serveEntry(kind receipts.Kind) http.HandlerFunc {
 // CompactionState is the body of GET /v1/compactions/{id}.
 type CompactionState struct {
 	Entry
-	State        string `json:"state"` // current, awaiting_recompaction or superseded
+	// State is current, awaiting_recompaction, awaiting_erasure (every
+	// item purged: only a tombstone of the output discharges it),
+	// superseded or erased (its output was tombstoned).
+	State        string `json:"state"`
 	ManifestRoot string `json:"manifest_root"`
 	ItemCount    int    `json:"item_count"`
 	Supersedes   string `json:"supersedes,omitempty"`
 	SupersededBy string `json:"superseded_by,omitempty"`
 	SupersededAt uint64 `json:"superseded_at,omitempty"`
 	PurgedItems  int    `json:"purged_items"`
+	OutputHash   string `json:"compacted_output_hash"`
+	// ErasedBy and ErasedAt name the tombstone of the compacted output.
+	ErasedBy string `json:"erased_by,omitempty"`
+	ErasedAt uint64 `json:"erased_at,omitempty"`
 }
 
 func (s *Server) serveCompaction(w http.ResponseWriter, r *http.Request) {
@@ -143,28 +150,39 @@ func (s *Server) serveCompaction(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, CompactionState{
 		Entry: *e, State: info.State(), ManifestRoot: info.ManifestRoot, ItemCount: info.ItemCount,
 		Supersedes: info.Supersedes, SupersededBy: info.SupersededBy, SupersededAt: info.SupersededAt, PurgedItems: info.PurgedItems,
+		OutputHash: info.OutputHash, ErasedBy: info.ErasedBy, ErasedAt: info.ErasedAt,
 	})
 }
 
 // ItemState is the body of GET /v1/items/{digest}.
 type ItemState struct {
 	Item string `json:"item"`
-	// State: "unknown" (in no compaction and not tombstoned), "retained"
-	// (not tombstoned), "purged" (tombstoned and every compaction that
-	// included it superseded), or "awaiting_recompaction" (tombstoned, and
-	// some compaction that includes it is not yet superseded).
+	// State: "unknown" (in no compaction, the output of none, and not
+	// tombstoned), "retained" (not tombstoned), "purged" (tombstoned and
+	// every compaction that included it superseded or erased), or
+	// "awaiting_recompaction" (tombstoned, and some compaction that
+	// includes it is neither: its state, in open_obligations, says whether
+	// a superseding compaction can still discharge it).
 	State       string           `json:"state"`
 	Compactions []ItemCompaction `json:"compactions"`
+	// OutputOf lists the compactions whose compacted_output_hash is this
+	// digest: a tombstone of it erases their output and discharges them.
+	OutputOf    []ItemCompaction `json:"output_of"`
 	Tombstone   *ItemTombstone   `json:"tombstone"`
 	Obligations []ItemCompaction `json:"open_obligations"`
 }
 
-// ItemCompaction names a compaction that includes an item.
+// ItemCompaction names a compaction that includes or produced an item.
 type ItemCompaction struct {
 	ID           string `json:"id"`
 	Index        uint64 `json:"index"`
 	State        string `json:"state"`
 	SupersededBy string `json:"superseded_by,omitempty"`
+	ErasedBy     string `json:"erased_by,omitempty"`
+}
+
+func itemCompaction(c *mlog.CompactionInfo) ItemCompaction {
+	return ItemCompaction{ID: c.ID, Index: c.Index, State: c.State(), SupersededBy: c.SupersededBy, ErasedBy: c.ErasedBy}
 }
 
 // ItemTombstone is an item's tombstone.
@@ -189,9 +207,17 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	st := ItemState{Item: item, Compactions: []ItemCompaction{}, Obligations: []ItemCompaction{}}
+	outs, err := s.log.CompactionsProducing(ctx, item)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st := ItemState{Item: item, Compactions: []ItemCompaction{}, OutputOf: []ItemCompaction{}, Obligations: []ItemCompaction{}}
 	for _, c := range cs {
-		st.Compactions = append(st.Compactions, ItemCompaction{ID: c.ID, Index: c.Index, State: c.State(), SupersededBy: c.SupersededBy})
+		st.Compactions = append(st.Compactions, itemCompaction(c))
+	}
+	for _, c := range outs {
+		st.OutputOf = append(st.OutputOf, itemCompaction(c))
 	}
 	ts, err := s.log.Tombstone(ctx, item)
 	switch {
@@ -202,14 +228,14 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case st.Tombstone == nil && len(cs) == 0:
+	case st.Tombstone == nil && len(cs) == 0 && len(outs) == 0:
 		st.State = "unknown"
 	case st.Tombstone == nil:
 		st.State = "retained"
 	default:
 		st.State = "purged"
 		for _, c := range st.Compactions {
-			if c.State != "superseded" {
+			if c.State != "superseded" && c.State != "erased" {
 				st.State = "awaiting_recompaction"
 				st.Obligations = append(st.Obligations, c)
 			}

@@ -297,6 +297,7 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order, ve
 		e.ManifestRoot = rr.SourceItemsMerkleRoot
 		e.Items = manifestItems(sub.Manifest)
 		e.Supersedes = rr.Supersedes
+		e.Output = rr.CompactedOutputHash
 		var err error
 		pe, future, err = l.appendLineage(ctx, e, entry, o, func() error {
 			if err := l.stillTrusted(rr, verifiedWith); err != nil {
