@@ -155,7 +155,10 @@ type Evidence struct {
 	CompactionID    string  `json:"compaction_id,omitempty"`
 	CompactionIndex *uint64 `json:"compaction_index,omitempty"`
 	ManifestRoot    string  `json:"manifest_root,omitempty"`
-	KID             string  `json:"kid,omitempty"`
+	// CompactedOutputHash is a compaction's output, whose tombstone
+	// discharges it.
+	CompactedOutputHash string `json:"compacted_output_hash,omitempty"`
+	KID                 string `json:"kid,omitempty"`
 	// LoggedAfter is the time the log had certainly passed when it logged
 	// the entry (see docs/verify.md, "When the log logged an entry").
 	LoggedAfter string `json:"logged_after,omitempty"`
@@ -717,6 +720,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 		e.key = k
 		e.root = strings.Clone(r.SourceItemsMerkleRoot)
 		e.supersedes = strings.Clone(r.Supersedes)
+		e.output = receipts.DigestBytes(r.CompactedOutputHash)
 		bloom, err := receipts.ParseBloomFilter(r.TombstoneBloomFilterB64)
 		if err != nil {
 			finding(err, receipts.CodeBloomFilterInvalid, nil)

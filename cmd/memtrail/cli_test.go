@@ -19,6 +19,7 @@ import (
 	"github.com/memtrail/memtrail/internal/gen"
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
+	"github.com/memtrail/memtrail/verifier"
 )
 
 // runCLI runs the built binary in dir and returns its exit status,
@@ -474,5 +475,112 @@ func TestCLIProofByID(t *testing.T) {
 	}
 	if code, _, errOut := runCLI(t, cl.dir, "proof", "--log", cl.url, "--tombstone", "urn:t:a/1", "--index", "2"); code != 2 || !strings.Contains(errOut, "--tombstone") {
 		t.Errorf("proof with --tombstone and --index: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestCLIEraseFullyPurgedCompaction: a compaction whose every item was
+// purged cannot be superseded; "verify log" says that only a tombstone of
+// its output discharges it, and once that tombstone is logged the audit
+// passes.
+func TestCLIEraseFullyPurgedCompaction(t *testing.T) {
+	tl := newVTLog(t)
+	srv := httptest.NewServer(api.New(tl.l, api.Config{Logger: vtQuietLogger()}).Handler())
+	defer srv.Close()
+	compactor, issuer := filepath.Join(tl.dir, "compactor.pem"), filepath.Join(tl.dir, "issuer.pem")
+	for path, k := range map[string]ed25519.PrivateKey{compactor: tl.s.Compactor, issuer: tl.s.Issuer} {
+		if err := receipts.WritePrivateKeyFile(path, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := receipts.Digest([]byte("memory a")), receipts.Digest([]byte("memory b"))
+	manifest := writeFile(t, tl.dir, "m.txt", []byte(a+" INTERNAL\n"+b+" PUBLIC\n"))
+	summary := writeFile(t, tl.dir, "summary.txt", []byte("a and b, summarised"))
+	output := receipts.Digest([]byte("a and b, summarised"))
+	sign := func(name string, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, tl.dir, append([]string{"sign"}, args...)...)
+		if code != 0 {
+			t.Fatalf("sign %v: exit %d\n%s", args, code, errOut)
+		}
+		return writeFile(t, tl.dir, name, []byte(out))
+	}
+	submit := func(files ...string) {
+		t.Helper()
+		code, out, errOut := runCLI(t, tl.dir, append([]string{"submit", "--log", srv.URL}, files...)...)
+		if code != 0 {
+			t.Fatalf("submit %v: exit %d\n%s%s", files, code, out, errOut)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		size, err := tl.l.IntegratedSize(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tl.l.WaitPublished(ctx, size-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := fmt.Sprint(time.Now().Add(-time.Hour).Unix())
+	submit(sign("c.json", "compaction", "--key", compactor, "--manifest", manifest, "--output", summary, "--id", "urn:c:gone", "--trust", tl.trust),
+		sign("ta.json", "tombstone", "--key", issuer, "--item", a, "--purged-at", old),
+		sign("tb.json", "tombstone", "--key", issuer, "--item", b, "--purged-at", old))
+
+	audit := []string{"verify", "log", "--log", srv.URL, "--policy", tl.policy, "--trust", tl.trust, "--grace", "0"}
+	code, out, errOut := runCLI(t, tl.dir, audit...)
+	if code != 1 || vtResult(t, out) != "obligation_overdue" {
+		t.Fatalf("audit with every item purged: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep verifier.AuditReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Obligations) != 2 || rep.Obligations[0].Discharge != verifier.DischargeErasure || rep.Obligations[0].CompactedOutputHash != output {
+		t.Errorf("obligations = %+v; want both discharged only by a tombstone of %s", rep.Obligations, output)
+	}
+	if !strings.Contains(errOut, "only a tombstone of its output "+output) {
+		t.Errorf("the summary does not say how to discharge the obligation:\n%s", errOut)
+	}
+	// The log refuses a superseder, and names the output to tombstone.
+	code, out, errOut = runCLI(t, tl.dir, "submit", "--log", srv.URL,
+		sign("c2.json", "compaction", "--key", compactor, "--manifest", writeFile(t, tl.dir, "m2.txt", []byte(receipts.Digest([]byte("c"))+" PUBLIC\n")),
+			"--supersedes", "urn:c:gone", "--purged", a, "--purged", b))
+	if code == 0 || !strings.Contains(out+errOut, "supersession_invalid") || !strings.Contains(out+errOut, output) {
+		t.Errorf("superseding a fully purged compaction: exit %d\n%s%s", code, out, errOut)
+	}
+
+	submit(sign("tout.json", "tombstone", "--key", issuer, "--item", output))
+	code, out, errOut = runCLI(t, tl.dir, audit...)
+	if code != 0 || !strings.Contains(out, `"open_obligations": []`) {
+		t.Fatalf("audit after the output's tombstone: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestCLISignCompactionPurgedStillInManifest: "sign compaction" refuses a
+// --purged item that its manifest still holds, naming the rule; it says
+// what retention_purge_epoch is when no item expires.
+func TestCLISignCompactionPurgedStillInManifest(t *testing.T) {
+	dir := t.TempDir()
+	s := gen.Deterministic(3)
+	key := filepath.Join(dir, "compactor.pem")
+	if err := receipts.WritePrivateKeyFile(key, s.Compactor); err != nil {
+		t.Fatal(err)
+	}
+	a, b := receipts.Digest([]byte("a")), receipts.Digest([]byte("b"))
+	manifest := writeFile(t, dir, "m.txt", []byte(a+" PUBLIC\n"+b+" PUBLIC\n"))
+	code, out, errOut := runCLI(t, dir, "sign", "compaction", "--key", key, "--manifest", manifest, "--supersedes", "urn:c:0", "--purged", b)
+	if code != 1 || out != "" || !strings.Contains(errOut, "--purged "+b+" is still item 1 of the manifest") || !strings.Contains(errOut, "minus the items purged") {
+		t.Errorf("--purged item still in the manifest: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, dir, "sign", "compaction", "--key", key, "--manifest", manifest, "--supersedes", "urn:c:0", "--purged", "sha256:abc")
+	if code != 1 || !strings.Contains(errOut, `--purged "sha256:abc"`) {
+		t.Errorf("malformed --purged: exit %d\n%s", code, errOut)
+	}
+	code, out, errOut = runCLI(t, dir, "sign", "compaction", "--key", key, "--manifest", manifest)
+	if code != 0 || !strings.Contains(errOut, "retention_purge_epoch is 4102444800 (2100-01-01T00:00:00Z)") || !strings.Contains(out, `"retention_purge_epoch":4102444800`) {
+		t.Errorf("no expiry: exit %d\n%s%s", code, out, errOut)
+	}
+	expiring := writeFile(t, dir, "e.txt", []byte(a+" PUBLIC 1796083200\n"))
+	if code, _, errOut = runCLI(t, dir, "sign", "compaction", "--key", key, "--manifest", expiring); code != 0 || strings.Contains(errOut, "retention_purge_epoch is") {
+		t.Errorf("an expiring item: exit %d\n%s", code, errOut)
 	}
 }
