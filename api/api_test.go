@@ -146,6 +146,8 @@ func TestSubmitStatuses(t *testing.T) {
 		{"wrong kind for endpoint", "/v1/projections", "application/json", ts2.Canonical(), 400, "record_invalid"},
 		{"bare ECCR", "/v1/compactions", "application/json", []byte(`{"eccr_version":"1.0"}`), 400, "record_invalid"},
 		{"content type", "/v1/projections", "text/plain", p, 415, "unsupported_media_type"},
+		{"no content type", "/v1/projections", "", p, 415, "unsupported_media_type"},
+		{"batch without content type", "/v1/batch", "", append(p, '\n'), 415, "unsupported_media_type"},
 		{"too large", "/v1/tombstones", "application/json", bytes.Repeat([]byte(" "), receipts.MaxTombstoneSize+1), 413, "too_large"},
 		{"bad wait", "/v1/projections?wait=forever", "application/json", p, 400, "bad_request"},
 	}
