@@ -39,7 +39,7 @@ func TestGenerateLogKeyFor(t *testing.T) {
 		}
 	}
 	for host, want := range map[string]string{"": "localhost", "bad host+name/x": "badhostnamex", "ü": "localhost"} {
-		if _, _, origin, err := GenerateLogKeyFor(host); err != nil || !regexp.MustCompile(`^` + regexp.QuoteMeta(want) + `/memtrail/[0-9a-f]{16}$`).MatchString(origin) {
+		if _, _, origin, err := GenerateLogKeyFor(host); err != nil || !regexp.MustCompile(`^`+regexp.QuoteMeta(want)+`/memtrail/[0-9a-f]{16}$`).MatchString(origin) {
 			t.Errorf("GenerateLogKeyFor(%q) origin = %q, %v; want %s/memtrail/…", host, origin, err, want)
 		}
 	}
