@@ -700,7 +700,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 	case *receipts.Tombstone:
 		// Judged at purged_at, and in the lineage stage at the log's
 		// floor, as projections are.
-		if err := r.VerifySignature(t.Issuers, r.PurgedTime()); err != nil {
+		if err := t.VerifyTombstone(r, r.PurgedTime()); err != nil {
 			finding(err, receipts.CodeSignatureInvalid, &Evidence{KID: r.Signature.KID})
 			return nil
 		}
@@ -709,7 +709,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 	case *receipts.Compaction:
 		k, ok := t.Compactors[r.Signature.KID]
 		if !ok {
-			finding(&receipts.Error{Code: receipts.CodeKeyNotPinned, Member: "signature.kid", Reason: "no compactor key of the trust file has kid " + r.Signature.KID},
+			finding(t.NotPinnedError(receipts.RoleCompactor, r.Signature.KID),
 				receipts.CodeKeyNotPinned, &Evidence{KID: r.Signature.KID})
 			return nil
 		}

@@ -584,3 +584,57 @@ func TestCLISignCompactionPurgedStillInManifest(t *testing.T) {
 		t.Errorf("an expiring item: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestCLIKeyRoles: a key registered in one role that signs a receipt of
+// another role is refused as a key of the wrong role, by the log and by
+// "verify receipt"; a proof under a policy with another key for the log's
+// origin names both keys.
+func TestCLIKeyRoles(t *testing.T) {
+	cl := newCLILog(t, 100*time.Millisecond, 5*time.Second, nil)
+	manifest := writeFile(t, cl.dir, "m.txt", []byte(receipts.Digest([]byte("x"))+" PUBLIC\n"))
+	code, out, errOut := runCLI(t, cl.dir, "sign", "compaction", "--key", cl.is, "--manifest", manifest)
+	if code != 0 {
+		t.Fatalf("sign compaction: exit %d\n%s", code, errOut)
+	}
+	comp := writeFile(t, cl.dir, "c.json", []byte(out))
+	code, out, errOut = runCLI(t, cl.dir, "sign", "tombstone", "--key", cl.compactor, "--item", receipts.Digest([]byte("x")))
+	if code != 0 {
+		t.Fatalf("sign tombstone: exit %d\n%s", code, errOut)
+	}
+	tomb := writeFile(t, cl.dir, "t.json", []byte(out))
+	for file, want := range map[string]string{
+		comp: "is the kid of an issuer key, not of a compactor key",
+		tomb: "is the kid of a compactor key, not of an issuer key",
+	} {
+		code, out, errOut := runCLI(t, cl.dir, "submit", "--log", cl.url, file)
+		if code != 1 || !strings.Contains(out+errOut, "key_not_pinned") || !strings.Contains(out+errOut, want) {
+			t.Errorf("submit %s signed by the wrong role: exit %d\n%s%s\nwant it to say %q", filepath.Base(file), code, out, errOut, want)
+		}
+		code, out, errOut = runCLI(t, cl.dir, "verify", "receipt", file, "--trust", cl.trust)
+		if code != 1 || !strings.Contains(out+errOut, want) {
+			t.Errorf("verify receipt %s: exit %d\n%s%s\nwant it to say %q", filepath.Base(file), code, out, errOut, want)
+		}
+	}
+
+	// A proof checked under a policy that names another key for the origin.
+	code, out, errOut = runCLI(t, cl.dir, "sign", "projection", "--key", cl.adapter)
+	if code != 0 {
+		t.Fatalf("sign projection: exit %d\n%s", code, errOut)
+	}
+	rec := writeFile(t, cl.dir, "p.json", []byte(out))
+	if code, out, errOut = runCLI(t, cl.dir, "submit", "--log", cl.url, "--proof-dir", cl.dir, rec); code != 0 {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errOut)
+	}
+	_, other, err := mlog.GenerateLogKey(cl.l.Origin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := writeFile(t, cl.dir, "other.policy", []byte("log "+other+"\nquorum none\n"))
+	keyName := func(vkey string) string { p := strings.SplitN(vkey, "+", 3); return p[0] + "+" + p[1] }
+	code, out, errOut = runCLI(t, cl.dir, "verify", "proof", rec+".tlog-proof", "--receipt", rec, "--policy", policy)
+	for _, want := range []string{"expects a signature by " + keyName(other), "signed by " + keyName(cl.l.VerifierKey())} {
+		if code != 1 || !strings.Contains(out+errOut, want) {
+			t.Errorf("verify proof under another key: exit %d\n%s%s\nwant it to say %q", code, out, errOut, want)
+		}
+	}
+}

@@ -548,7 +548,7 @@ func verifyCompaction(args []string) error {
 		if err != nil {
 			return inputError(err)
 		}
-		opts.Keys, opts.Lattice = t.Compactors, t.Lattice
+		opts.Keys, opts.Lattice, opts.Trust = t.Compactors, t.Lattice, t
 	}
 	for _, k := range keyFlags {
 		pub, err := receipts.ParsePublicKey(k)
