@@ -638,3 +638,24 @@ func TestCLIKeyRoles(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIVerifyProjectionLogRefuses: a record the log refuses gets one
+// verdict, the log's, in the JSON report on standard output, with exit
+// status 1 and no advice to retry.
+func TestCLIVerifyProjectionLogRefuses(t *testing.T) {
+	cl := newCLILog(t, 100*time.Millisecond, 5*time.Second, func(tr *receipts.Trust) { tr.Freshness.MaxTrustAge = time.Second })
+	code, out, errOut := runCLI(t, cl.dir, "sign", "projection", "--key", cl.adapter)
+	if code != 0 {
+		t.Fatalf("sign projection: exit %d\n%s", code, errOut)
+	}
+	rec := writeFile(t, cl.dir, "p.json", []byte(out))
+	policy := writeFile(t, cl.dir, "log.policy", []byte("log "+cl.l.VerifierKey()+"\nquorum none\n"))
+	time.Sleep(1500 * time.Millisecond) // the log now finds the trust evaluation stale; the verifier's default allows it
+	code, out, errOut = runCLI(t, cl.dir, "verify", "projection", rec, "--trust", cl.trust, "--log", cl.url, "--log-policy", policy)
+	if code != 1 || vtResult(t, out) != "trust_snapshot_stale" {
+		t.Fatalf("verify projection --log on a record the log refuses: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "VALID") || strings.Contains(errOut, "error:") || strings.Contains(errOut, "again") || !strings.Contains(errOut, "refused to register") {
+		t.Errorf("the summary does not give the log's verdict alone:\n%s", errOut)
+	}
+}
