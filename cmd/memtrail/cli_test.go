@@ -659,3 +659,54 @@ func TestCLIVerifyProjectionLogRefuses(t *testing.T) {
 		t.Errorf("the summary does not give the log's verdict alone:\n%s", errOut)
 	}
 }
+
+// TestCLIFsckDamagedEntryBundle: one byte flipped in a full entry bundle
+// is named by "fsck" (entry, bundle, file), which offers no repair it
+// cannot make, and "fsck --repair" says why it repaired nothing.
+func TestCLIFsckDamagedEntryBundle(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	skey, vkey, err := mlog.GenerateLogKey("memtrail.test/fsck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := gen.Deterministic(9)
+	l, err := mlog.Open(context.Background(), mlog.Config{Dir: data, SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)),
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Logger: vtQuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		r, _, err := s.Projection(fmt.Sprintf("urn:p:fsck:%d", i), time.Now().UTC(), 1, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Submit(context.Background(), &receipts.Submission{Receipt: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(data, "log", "tile", "entries", "000")
+	b, err := os.ReadFile(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(bundle, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, repair := range []bool{false, true} {
+		args := []string{"fsck", "--data", data, "--vkey", vkey}
+		if repair {
+			args = append(args, "--repair")
+		}
+		code, out, errOut := runCLI(t, dir, args...)
+		if code != 1 || !strings.Contains(out, "entry_mismatch at entry ") || !strings.Contains(out, "file "+filepath.Join("log", "tile", "entries", "000")+")") ||
+			strings.Contains(out, "repairable with --repair") || strings.Contains(out, "(repaired)") ||
+			!strings.Contains(errOut, "fsck cannot repair") || !strings.Contains(errOut, "entry_mismatch") {
+			t.Errorf("fsck (repair %v): exit %d\n%s%s", repair, code, out, errOut)
+		}
+	}
+}
