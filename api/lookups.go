@@ -100,13 +100,20 @@ func (s *Server) serveEntry(kind receipts.Kind) http.HandlerFunc {
 // CompactionState is the body of GET /v1/compactions/{id}.
 type CompactionState struct {
 	Entry
-	State        string `json:"state"` // current, awaiting_recompaction or superseded
+	// State is current, awaiting_recompaction, awaiting_erasure (every
+	// item purged: only a tombstone of the output discharges it),
+	// superseded or erased (its output was tombstoned).
+	State        string `json:"state"`
 	ManifestRoot string `json:"manifest_root"`
 	ItemCount    int    `json:"item_count"`
 	Supersedes   string `json:"supersedes,omitempty"`
 	SupersededBy string `json:"superseded_by,omitempty"`
 	SupersededAt uint64 `json:"superseded_at,omitempty"`
 	PurgedItems  int    `json:"purged_items"`
+	OutputHash   string `json:"compacted_output_hash"`
+	// ErasedBy and ErasedAt name the tombstone of the compacted output.
+	ErasedBy string `json:"erased_by,omitempty"`
+	ErasedAt uint64 `json:"erased_at,omitempty"`
 }
 
 func (s *Server) serveCompaction(w http.ResponseWriter, r *http.Request) {
@@ -128,28 +135,39 @@ func (s *Server) serveCompaction(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, CompactionState{
 		Entry: *e, State: info.State(), ManifestRoot: info.ManifestRoot, ItemCount: info.ItemCount,
 		Supersedes: info.Supersedes, SupersededBy: info.SupersededBy, SupersededAt: info.SupersededAt, PurgedItems: info.PurgedItems,
+		OutputHash: info.OutputHash, ErasedBy: info.ErasedBy, ErasedAt: info.ErasedAt,
 	})
 }
 
 // ItemState is the body of GET /v1/items/{digest}.
 type ItemState struct {
 	Item string `json:"item"`
-	// State: "unknown" (in no compaction and not tombstoned), "retained"
-	// (not tombstoned), "purged" (tombstoned and every compaction that
-	// included it superseded), or "awaiting_recompaction" (tombstoned, and
-	// some compaction that includes it is not yet superseded).
+	// State: "unknown" (in no compaction, the output of none, and not
+	// tombstoned), "retained" (not tombstoned), "purged" (tombstoned and
+	// every compaction that included it superseded or erased), or
+	// "awaiting_recompaction" (tombstoned, and some compaction that
+	// includes it is neither: its state, in open_obligations, says whether
+	// a superseding compaction can still discharge it).
 	State       string           `json:"state"`
 	Compactions []ItemCompaction `json:"compactions"`
+	// OutputOf lists the compactions whose compacted_output_hash is this
+	// digest: a tombstone of it erases their output and discharges them.
+	OutputOf    []ItemCompaction `json:"output_of"`
 	Tombstone   *ItemTombstone   `json:"tombstone"`
 	Obligations []ItemCompaction `json:"open_obligations"`
 }
 
-// ItemCompaction names a compaction that includes an item.
+// ItemCompaction names a compaction that includes or produced an item.
 type ItemCompaction struct {
 	ID           string `json:"id"`
 	Index        uint64 `json:"index"`
 	State        string `json:"state"`
 	SupersededBy string `json:"superseded_by,omitempty"`
+	ErasedBy     string `json:"erased_by,omitempty"`
+}
+
+func itemCompaction(c *mlog.CompactionInfo) ItemCompaction {
+	return ItemCompaction{ID: c.ID, Index: c.Index, State: c.State(), SupersededBy: c.SupersededBy, ErasedBy: c.ErasedBy}
 }
 
 // ItemTombstone is an item's tombstone.
@@ -173,7 +191,7 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	st := ItemState{Item: item, State: v.State, Compactions: itemCompactions(v.Compactions), Obligations: itemCompactions(v.Obligations)}
+	st := ItemState{Item: item, State: v.State, Compactions: itemCompactions(v.Compactions), OutputOf: itemCompactions(v.OutputOf), Obligations: itemCompactions(v.Obligations)}
 	if t := v.Tombstone; t != nil {
 		st.Tombstone = &ItemTombstone{ID: t.ID, Index: t.Index, PurgedAt: t.PurgedAt}
 	}
@@ -183,7 +201,7 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 func itemCompactions(cs []*mlog.CompactionInfo) []ItemCompaction {
 	out := make([]ItemCompaction, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, ItemCompaction{ID: c.ID, Index: c.Index, State: c.State(), SupersededBy: c.SupersededBy})
+		out = append(out, itemCompaction(c))
 	}
 	return out
 }

@@ -134,13 +134,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	return b, release, nil
 }
 
-// checkContentType accepts the given media types (and a missing header,
-// for curl-style clients).
+// checkContentType accepts the given media types, with charset utf-8 or
+// none. A body without a Content-Type is refused like one of another type:
+// what is not declared JSON is not read as JSON.
 func checkContentType(r *http.Request, want ...string) error {
 	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err == nil {
 		for _, w := range want {
@@ -153,7 +151,11 @@ func checkContentType(r *http.Request, want ...string) error {
 	if len(want) > 1 {
 		detail = "Content-Type must be one of " + strings.Join(want, ", ")
 	}
-	return &httpError{status: http.StatusUnsupportedMediaType, code: codeUnsupportedMedia, detail: detail + " (charset utf-8 or none), not " + ct}
+	got := "not " + ct
+	if ct == "" {
+		got = "and the request has none"
+	}
+	return &httpError{status: http.StatusUnsupportedMediaType, code: codeUnsupportedMedia, detail: detail + " (charset utf-8 or none), " + got}
 }
 
 func waitProof(r *http.Request) (bool, error) {

@@ -317,6 +317,7 @@ func (l *Log) entryFromLeaf(ctx context.Context, idx uint64, leaf []byte) (Entry
 		e.ManifestRoot = rr.SourceItemsMerkleRoot
 		e.Items = manifestItems(mf)
 		e.Supersedes = rr.Supersedes
+		e.Output = rr.CompactedOutputHash
 	case *receipts.Tombstone:
 		e.Item = rr.ItemDigest
 		e.PurgedAt = rr.PurgedAt

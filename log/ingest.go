@@ -245,7 +245,7 @@ func (l *Log) verify(sub *receipts.Submission, t *receipts.Trust) error {
 		if sub.Manifest == nil {
 			return refusal(receipts.CodeManifestInvalid, "manifest", "a compaction is logged only with its source manifest")
 		}
-		if err := r.VerifySignature(t.Compactors, now); err != nil {
+		if err := t.VerifyCompaction(r, now); err != nil {
 			return err
 		}
 		if _, err := receipts.ParseBloomFilter(r.TombstoneBloomFilterB64); err != nil {
@@ -253,7 +253,7 @@ func (l *Log) verify(sub *receipts.Submission, t *receipts.Trust) error {
 		}
 		return sub.Manifest.CheckAgainst(r, t.Lattice)
 	case *receipts.Tombstone:
-		if err := r.VerifySignature(t.Issuers, now); err != nil {
+		if err := t.VerifyTombstone(r, now); err != nil {
 			return err
 		}
 		if r.PurgedTime().After(now.Add(f.MaxClockSkew)) {
@@ -303,6 +303,7 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order, ve
 		e.ManifestRoot = rr.SourceItemsMerkleRoot
 		e.Items = manifestItems(sub.Manifest)
 		e.Supersedes = rr.Supersedes
+		e.Output = rr.CompactedOutputHash
 		var err error
 		pe, future, err = l.appendLineage(ctx, e, entry, o, func() error {
 			if err := l.stillTrusted(rr, verifiedWith); err != nil {
@@ -386,9 +387,9 @@ func (l *Log) stillTrusted(r receipts.Receipt, verifiedWith *receipts.Trust) err
 	}
 	switch rr := r.(type) {
 	case *receipts.Compaction:
-		return rr.VerifySignature(t.Compactors, l.cfg.Now())
+		return t.VerifyCompaction(rr, l.cfg.Now())
 	case *receipts.Tombstone:
-		return rr.VerifySignature(t.Issuers, l.cfg.Now())
+		return t.VerifyTombstone(rr, l.cfg.Now())
 	}
 	return nil
 }

@@ -45,15 +45,17 @@ func (l *Log) Entry(ctx context.Context, kind receipts.Kind, id string) (*EntryV
 
 // The states of a source item, as [ItemView.State] names them.
 const (
-	// ItemUnknown: in no compaction and not tombstoned.
+	// ItemUnknown: in no compaction, the output of none, and not
+	// tombstoned.
 	ItemUnknown = "unknown"
 	// ItemRetained: not tombstoned.
 	ItemRetained = "retained"
 	// ItemPurged: tombstoned, and every compaction that included it
-	// superseded.
+	// superseded or erased.
 	ItemPurged = "purged"
 	// ItemAwaitingRecompaction: tombstoned, and some compaction that
-	// includes it not yet superseded.
+	// includes it neither superseded nor erased (its state says whether a
+	// superseding compaction can still discharge it).
 	ItemAwaitingRecompaction = "awaiting_recompaction"
 )
 
@@ -63,10 +65,13 @@ type ItemView struct {
 	State string // ItemUnknown, ItemRetained, ItemPurged or ItemAwaitingRecompaction
 	// Compactions are those whose sources include the item, in log order.
 	Compactions []*CompactionInfo
+	// OutputOf are the compactions whose compacted_output_hash is the
+	// item, in log order: a tombstone of it erases their output.
+	OutputOf []*CompactionInfo
 	// Tombstone is the item's tombstone, or nil.
 	Tombstone *TombstoneInfo
 	// Obligations are the compactions of a tombstoned item not yet
-	// superseded, in log order: the recompactions still owed.
+	// superseded or erased, in log order: the obligations still open.
 	Obligations []*CompactionInfo
 }
 
@@ -77,7 +82,11 @@ func (l *Log) Item(ctx context.Context, item string) (*ItemView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &ItemView{Item: item, Compactions: cs}
+	outs, err := l.CompactionsProducing(ctx, item)
+	if err != nil {
+		return nil, err
+	}
+	v := &ItemView{Item: item, Compactions: cs, OutputOf: outs}
 	ts, err := l.Tombstone(ctx, item)
 	switch {
 	case err == nil:
@@ -86,14 +95,14 @@ func (l *Log) Item(ctx context.Context, item string) (*ItemView, error) {
 		return nil, err
 	}
 	switch {
-	case v.Tombstone == nil && len(cs) == 0:
+	case v.Tombstone == nil && len(cs) == 0 && len(outs) == 0:
 		v.State = ItemUnknown
 	case v.Tombstone == nil:
 		v.State = ItemRetained
 	default:
 		v.State = ItemPurged
 		for _, c := range cs {
-			if c.State() != "superseded" {
+			if st := c.State(); st != "superseded" && st != "erased" {
 				v.State = ItemAwaitingRecompaction
 				v.Obligations = append(v.Obligations, c)
 			}

@@ -117,6 +117,35 @@ func TestIndex(t *testing.T, open func(t *testing.T) Index) {
 			t.Errorf("Tombstone(b) = %+v, %v", tb, err)
 		}
 	})
+	t.Run("output erasure", func(t *testing.T) {
+		x := open(t)
+		a, out := receipts.Digest([]byte("a")), receipts.Digest([]byte("summary"))
+		run := []Entry{
+			{Index: 0, Kind: receipts.KindCompaction, ID: "urn:c:1", ManifestRoot: receipts.Digest([]byte("m1")), Items: []string{a}, Output: out},
+			{Index: 1, Kind: receipts.KindTombstone, ID: "urn:t:1", Item: a, PurgedAt: 100},
+		}
+		if err := x.Apply(ctx, 0, run); err != nil {
+			t.Fatal(err)
+		}
+		ci, err := x.Compaction(ctx, "urn:c:1")
+		if err != nil || ci.State() != "awaiting_erasure" || ci.OutputHash != out || ci.ErasedBy != "" {
+			t.Fatalf("compaction with every item purged = %+v, %v", ci, err)
+		}
+		if err := x.Apply(ctx, 2, []Entry{{Index: 2, Kind: receipts.KindTombstone, ID: "urn:t:2", Item: out, PurgedAt: 101}}); err != nil {
+			t.Fatal(err)
+		}
+		ci, _ = x.Compaction(ctx, "urn:c:1")
+		if ci.State() != "erased" || ci.ErasedBy != "urn:t:2" || ci.ErasedAt != 2 {
+			t.Errorf("compaction after its output's tombstone = %+v", ci)
+		}
+		cs, err := x.CompactionsProducing(ctx, out)
+		if err != nil || len(cs) != 1 || cs[0].ID != "urn:c:1" || cs[0].ErasedBy != "urn:t:2" {
+			t.Errorf("CompactionsProducing(out) = %+v, %v", cs, err)
+		}
+		if cs, err := x.CompactionsProducing(ctx, a); err != nil || len(cs) != 0 {
+			t.Errorf("CompactionsProducing(item) = %+v, %v", cs, err)
+		}
+	})
 	t.Run("checkpoints survive reset", func(t *testing.T) {
 		x := open(t)
 		if err := x.PutCheckpoint(ctx, 10, []byte("cp10")); err != nil {

@@ -49,7 +49,7 @@ func (l *Log) Compaction(ctx context.Context, id string) (*CompactionInfo, error
 	if errors.Is(err, ErrNotFound) {
 		for _, e := range v.compactions {
 			if e.ID == id {
-				c = &CompactionInfo{ID: id, Index: e.Index, ManifestRoot: e.ManifestRoot, ItemCount: len(e.Items), Supersedes: e.Supersedes}
+				c = pendingInfo(e)
 				items, err = e.Items, nil
 				break
 			}
@@ -76,7 +76,7 @@ func (l *Log) CompactionsIncluding(ctx context.Context, item string) ([]*Compact
 		if !slices.Contains(e.Items, item) || slices.ContainsFunc(cs, func(c *CompactionInfo) bool { return c.ID == e.ID }) {
 			continue
 		}
-		cs = append(cs, &CompactionInfo{ID: e.ID, Index: e.Index, ManifestRoot: e.ManifestRoot, ItemCount: len(e.Items), Supersedes: e.Supersedes})
+		cs = append(cs, pendingInfo(e))
 	}
 	for _, c := range cs {
 		var items []string
@@ -91,6 +91,39 @@ func (l *Log) CompactionsIncluding(ctx context.Context, item string) ([]*Compact
 	}
 	slices.SortFunc(cs, func(a, b *CompactionInfo) int { return cmp.Compare(a.Index, b.Index) })
 	return cs, nil
+}
+
+// CompactionsProducing returns the compactions whose compacted output is
+// output, in log order.
+func (l *Log) CompactionsProducing(ctx context.Context, output string) ([]*CompactionInfo, error) {
+	v := l.pendingLineage()
+	cs, err := l.index.CompactionsProducing(ctx, output)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range v.compactions {
+		if e.Output != output || slices.ContainsFunc(cs, func(c *CompactionInfo) bool { return c.ID == e.ID }) {
+			continue
+		}
+		cs = append(cs, pendingInfo(e))
+	}
+	for _, c := range cs {
+		var items []string
+		for _, e := range v.compactions {
+			if e.ID == c.ID {
+				items = e.Items
+			}
+		}
+		if err := l.overlay(ctx, v, c, items); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(cs, func(a, b *CompactionInfo) int { return cmp.Compare(a.Index, b.Index) })
+	return cs, nil
+}
+
+func pendingInfo(e Entry) *CompactionInfo {
+	return &CompactionInfo{ID: e.ID, Index: e.Index, ManifestRoot: e.ManifestRoot, ItemCount: len(e.Items), Supersedes: e.Supersedes, OutputHash: e.Output}
 }
 
 // Tombstone returns the tombstone of item.
@@ -118,6 +151,9 @@ func (l *Log) overlay(ctx context.Context, v pendingView, c *CompactionInfo, ite
 		}
 	}
 	for _, t := range v.tombstones {
+		if c.ErasedBy == "" && c.OutputHash != "" && t.Item == c.OutputHash {
+			c.ErasedBy, c.ErasedAt = t.ID, t.Index
+		}
 		in := slices.Contains(items, t.Item)
 		if items == nil {
 			cs, err := l.index.CompactionsIncluding(ctx, t.Item)

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -244,9 +245,23 @@ func (mf *Manifest) CheckAgainst(c *Compaction, lattice *Lattice) error {
 		return refuse(CodeSensitivityCeilingMismatch, "inherited_sensitivity_ceiling", "is %s but the least upper bound of the sources' labels is %s", c.InheritedSensitivityCeiling, lub)
 	}
 	if minExp, ok := mf.MinExpiry(); ok && c.RetentionPurgeEpoch > minExp {
-		return refuse(CodeRetentionCeilingExceeded, "retention_purge_epoch", "is %d, later than the earliest source expiry %d", c.RetentionPurgeEpoch, minExp)
+		item := ""
+		for _, it := range mf.Items {
+			if it.ExpiresAt == minExp {
+				item = it.ItemDigest
+				break
+			}
+		}
+		return refuse(CodeRetentionCeilingExceeded, "retention_purge_epoch", "is %s, later than the earliest source expiry %s (item %s)",
+			FormatUnixTime(c.RetentionPurgeEpoch), FormatUnixTime(minExp), item)
 	}
 	return nil
+}
+
+// FormatUnixTime writes Unix seconds as the integer and its RFC 3339 UTC
+// time: "1796083200 (2026-12-01T00:00:00Z)".
+func FormatUnixTime(sec int64) string {
+	return fmt.Sprintf("%d (%s)", sec, time.Unix(sec, 0).UTC().Format(time.RFC3339))
 }
 
 // MinExpiry returns the earliest expires_at, and false when no item

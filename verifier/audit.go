@@ -155,7 +155,10 @@ type Evidence struct {
 	CompactionID    string  `json:"compaction_id,omitempty"`
 	CompactionIndex *uint64 `json:"compaction_index,omitempty"`
 	ManifestRoot    string  `json:"manifest_root,omitempty"`
-	KID             string  `json:"kid,omitempty"`
+	// CompactedOutputHash is a compaction's output, whose tombstone
+	// discharges it.
+	CompactedOutputHash string `json:"compacted_output_hash,omitempty"`
+	KID                 string `json:"kid,omitempty"`
 	// LoggedAfter is the time the log had certainly passed when it logged
 	// the entry (see docs/verify.md, "When the log logged an entry").
 	LoggedAfter string `json:"logged_after,omitempty"`
@@ -697,7 +700,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 	case *receipts.Tombstone:
 		// Judged at purged_at, and in the lineage stage at the log's
 		// floor, as projections are.
-		if err := r.VerifySignature(t.Issuers, r.PurgedTime()); err != nil {
+		if err := t.VerifyTombstone(r, r.PurgedTime()); err != nil {
 			finding(err, receipts.CodeSignatureInvalid, &Evidence{KID: r.Signature.KID})
 			return nil
 		}
@@ -706,7 +709,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 	case *receipts.Compaction:
 		k, ok := t.Compactors[r.Signature.KID]
 		if !ok {
-			finding(&receipts.Error{Code: receipts.CodeKeyNotPinned, Member: "signature.kid", Reason: "no compactor key of the trust file has kid " + r.Signature.KID},
+			finding(t.NotPinnedError(receipts.RoleCompactor, r.Signature.KID),
 				receipts.CodeKeyNotPinned, &Evidence{KID: r.Signature.KID})
 			return nil
 		}
@@ -717,6 +720,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 		e.key = k
 		e.root = strings.Clone(r.SourceItemsMerkleRoot)
 		e.supersedes = strings.Clone(r.Supersedes)
+		e.output = receipts.DigestBytes(r.CompactedOutputHash)
 		bloom, err := receipts.ParseBloomFilter(r.TombstoneBloomFilterB64)
 		if err != nil {
 			finding(err, receipts.CodeBloomFilterInvalid, nil)

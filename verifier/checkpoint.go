@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/memtrail/memtrail/internal/tlogfmt"
 	fnote "github.com/transparency-dev/formats/note"
@@ -156,7 +158,8 @@ func openCheckpoint(p *Policy, signed []byte) (*Checkpoint, error) {
 		if _, perr := parseCheckpointText(unverified.Note.Text); perr != nil {
 			return nil, perr
 		}
-		return nil, fmt.Errorf("%w: origin %q", ErrLogSignature, unverifiedOrigin(unverified.Note.Text))
+		origin := unverifiedOrigin(unverified.Note.Text)
+		return nil, fmt.Errorf("%w: origin %q: %s", ErrLogSignature, origin, p.wrongKey(origin, unverified.Note.UnverifiedSigs))
 	case err != nil:
 		return nil, errMalformedCheckpoint
 	}
@@ -201,13 +204,65 @@ func openCheckpoint(p *Policy, signed []byte) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%w: origin %q: its ML-DSA-44 signature does not cover the extension lines", ErrLogSignature, c.Origin)
 	}
 	if c.LogKey == "" {
-		return nil, fmt.Errorf("%w: origin %q", ErrLogSignature, c.Origin)
+		return nil, fmt.Errorf("%w: origin %q: %s", ErrLogSignature, c.Origin, p.wrongKey(c.Origin, append(append([]note.Signature(nil), n.Sigs...), n.UnverifiedSigs...)))
 	}
 	if !p.quorumMet(cosigned) {
-		return nil, fmt.Errorf("%w: policy quorum %q, valid cosignatures from %s", ErrQuorum, p.Quorum(), cosignerList(c.Cosignatures))
+		unknown := ""
+		if len(n.UnverifiedSigs) > 0 {
+			unknown = "; signatures from keys the policy does not know: " + sigList(n.UnverifiedSigs)
+		}
+		return nil, fmt.Errorf("%w: policy quorum %q, valid cosignatures from %s%s", ErrQuorum, p.Quorum(), cosignerList(c.Cosignatures), unknown)
 	}
 	c.Raw = bytes.Clone(signed)
 	return c, nil
+}
+
+// wrongKey says which log key the policy expects for origin and which keys
+// signed the checkpoint, each as "name+hash" (the start of its vkey).
+func (p *Policy) wrongKey(origin string, sigs []note.Signature) string {
+	var want []string
+	for _, l := range p.logs {
+		if l.Origin == origin {
+			name, rest, _ := strings.Cut(l.VKey, "+")
+			hash, _, _ := strings.Cut(rest, "+")
+			want = append(want, name+"+"+hash)
+		}
+	}
+	expected := "the policy has no log of this origin"
+	if len(want) > 0 {
+		expected = "the policy expects a signature by " + strings.Join(want, " or ")
+	}
+	var same []note.Signature
+	for _, s := range sigs {
+		if s.Name == origin {
+			same = append(same, s)
+		}
+	}
+	if len(same) > 0 {
+		return expected + "; the checkpoint is signed by " + sigList(same)
+	}
+	return expected + "; the checkpoint is signed by no key of that name, only by " + sigList(sigs)
+}
+
+// sigList names signature lines as "name+hash".
+func sigList(sigs []note.Signature) string {
+	if len(sigs) == 0 {
+		return "no key"
+	}
+	const most = 8
+	var names []string
+	for i, s := range sigs {
+		if i == most {
+			names = append(names, fmt.Sprintf("and %d more", len(sigs)-most))
+			break
+		}
+		name := s.Name
+		if strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
+			name = strconv.Quote(name) // the checkpoint's bytes, not ours
+		}
+		names = append(names, fmt.Sprintf("%s+%08x", name, s.Hash))
+	}
+	return strings.Join(names, ", ")
 }
 
 func unverifiedOrigin(text string) string {

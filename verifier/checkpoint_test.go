@@ -618,3 +618,42 @@ func FuzzCheckpointText(f *testing.F) {
 		}
 	})
 }
+
+// TestOpenCheckpointNamesKeys: a checkpoint under the wrong log key names
+// the key the policy expects and the key it found; a cosignature from a
+// witness the policy does not know is named in the quorum error.
+func TestOpenCheckpointNamesKeys(t *testing.T) {
+	f := newFixture(t)
+	text := checkpointText(f.log.origin, 13, testTree(13).Hash())
+	impostor := newTestLogKey(t, f.log.origin, "impostor")
+	name := func(vkey string) string {
+		parts := strings.SplitN(vkey, "+", 3)
+		return parts[0] + "+" + parts[1]
+	}
+	stranger := newTestWitness(t, "stranger.example")
+	for _, tt := range []struct {
+		name   string
+		signed []byte
+		want   error
+		says   []string
+	}{
+		{"wrong log key", signNote(t, text, impostor.signer, f.w1.at(testTime), f.w2.at(testTime)), ErrLogSignature,
+			[]string{"expects a signature by " + name(f.log.vkey), "signed by " + name(impostor.vkey)}},
+		{"wrong log key alone", signNote(t, text, impostor.signer), ErrLogSignature,
+			[]string{"expects a signature by " + name(f.log.vkey), "signed by " + name(impostor.vkey)}},
+		{"unknown witness", signNote(t, text, f.log.signer, f.w1.at(testTime), stranger.at(testTime)), ErrQuorum,
+			[]string{"keys the policy does not know: " + fmt.Sprintf("stranger.example+%08x", stranger.hash)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := OpenCheckpoint(f.policy, tt.signed)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("OpenCheckpoint = %v, want %v", err, tt.want)
+			}
+			for _, s := range tt.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("OpenCheckpoint = %v; want it to say %q", err, s)
+				}
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package verifier
 import (
 	"bytes"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -32,6 +33,9 @@ type CompactionOptions struct {
 	// Keys are the registered compactor keys (a trust file's compactors),
 	// with validity windows judged at Time.
 	Keys receipts.Keyring
+	// Trust, if set, is the trust file Keys come from: a kid it registers
+	// in another role (an issuer or adapter key) is refused as such.
+	Trust *receipts.Trust
 	// RawKeys are bare public keys: the one whose kid the signature names
 	// is used, with no validity window.
 	RawKeys []ed25519.PublicKey
@@ -140,7 +144,14 @@ func checkCompactionSignature(l *checklist, c *receipts.Compaction, opts Compact
 	case opts.Keys != nil:
 		k, ok := opts.Keys[kid]
 		if !ok {
-			l.fail(CheckCompactorKey, 0, receipts.CodeKeyNotPinned, "signature.kid", "no compactor key of the trust file has kid "+kid)
+			reason := "no compactor key of the trust file has kid " + kid
+			if opts.Trust != nil {
+				var e *receipts.Error
+				if errors.As(opts.Trust.NotPinnedError(receipts.RoleCompactor, kid), &e) {
+					reason = e.Reason
+				}
+			}
+			l.fail(CheckCompactorKey, 0, receipts.CodeKeyNotPinned, "signature.kid", reason)
 			l.notRun(CheckCompactionSignature, 0, "no usable compactor key")
 			return
 		}

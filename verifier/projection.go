@@ -247,11 +247,14 @@ func VerifyProjection(ctx context.Context, record []byte, opts ProjectionOptions
 		reg, err := opts.Registry.Register(ctx, r.ProjectionID, r.Canonical(), at)
 		var re *ReplayError
 		var ue *UnprovenError
+		var rf *RefusedError
 		switch {
 		case errors.As(err, &re):
 			l.fail(CheckSingleUse, 3, receipts.CodeProjectionReplay, "projection_id", re.Error())
 		case errors.As(err, &ue):
 			l.fail(CheckSingleUse, 3, ue.Code, "projection_id", ue.Error())
+		case errors.As(err, &rf):
+			l.fail(CheckSingleUse, 3, rf.Code, rf.Member, rf.Error())
 		case err != nil:
 			rep.Result = l.result()
 			return rep, fmt.Errorf("verifier: single use of %s: %w", r.ProjectionID, err)

@@ -486,3 +486,27 @@ func TestMetrics(t *testing.T) {
 	}
 	promtest.Check(t, r.body)
 }
+
+// TestForbiddenNamesKeys: a 403 names the key the witness knows the origin
+// by and the keys the checkpoint is signed by.
+func TestForbiddenNamesKeys(t *testing.T) {
+	l := newSimLog(t, testOrigin)
+	l.GrowTo(10)
+	impostor := newSimLog(t, testOrigin)
+	impostor.GrowTo(10)
+	h := newHarness(t, l.WitnessLog())
+	r := h.post(impostor.Request(0, 10))
+	want := []string{
+		fmt.Sprintf("knows this origin by the key %s+%08x", l.Signer.Name(), l.Signer.KeyHash()),
+		fmt.Sprintf("signed by %s+%08x", impostor.Signer.Name(), impostor.Signer.KeyHash()),
+	}
+	for _, w := range want {
+		if r.code != 403 || !strings.Contains(string(r.body), w) {
+			t.Errorf("add-checkpoint = %d %q; want 403 saying %q", r.code, r.body, w)
+		}
+	}
+	r = h.post(alterSignature(l.Request(0, 10)))
+	if w := fmt.Sprintf("signature by %s+%08x does not verify", l.Signer.Name(), l.Signer.KeyHash()); r.code != 403 || !strings.Contains(string(r.body), w) {
+		t.Errorf("add-checkpoint with an altered signature = %d %q; want 403 saying %q", r.code, r.body, w)
+	}
+}

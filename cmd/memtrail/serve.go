@@ -40,7 +40,12 @@ With no flags it runs on embedded defaults: data in ./memtrail-data
 listening on 127.0.0.1:8080. The log signing key (log.key, mode 0600) is
 generated on the first run, named by --origin, and reused after; its
 verifier key is printed on standard output at start and served at GET
-/v1/log.
+/v1/log. The origin is the key's name, so a data directory keeps its origin
+across restarts. Without --origin the first run derives one that no other
+log shares, from the host name and the new key:
+HOST/memtrail/<16 hex digits of the SHA-256 of the public key>. Witnesses
+know a log by its origin: give production logs an --origin of their own
+(a URL without its scheme, e.g. example.com/log).
 
 --trust FILE says whose receipts the log accepts (see docs/profile.md, "Trust
 file"). Without it, the first run writes a development trust file
@@ -79,9 +84,9 @@ usage error (an unknown flag, an argument, or a limit out of range).
 Example:
 
 	$ memtrail serve
-	memtrail.local/log+3c3a5d1e+AQmrB2...
+	myhost/memtrail/5f0c2a9e81d4b7c3+3c3a5d1e+AQmrB2...
 	level=INFO msg="development trust file written; pass --trust in production" file=memtrail-data/trust.json ...
-	level=INFO msg=listening addr=127.0.0.1:8080 origin=memtrail.local/log size=0
+	level=INFO msg=listening addr=127.0.0.1:8080 origin=myhost/memtrail/5f0c2a9e81d4b7c3 size=0
 `
 
 func init() {
@@ -97,14 +102,11 @@ const (
 	devKeysDir    = "dev"
 )
 
-// DefaultOrigin names a log whose operator did not choose an origin.
-const defaultOrigin = "memtrail.local/log"
-
 func runServe(args []string) error {
 	fs := newFlagSet("serve", serveUsage)
 	dataFlag := fs.String("data", "memtrail-data", "data directory")
 	listenFlag := fs.String("listen", "127.0.0.1:8080", "address to listen on")
-	originFlag := fs.String("origin", "", "log origin, used when generating the key (default "+defaultOrigin+")")
+	originFlag := fs.String("origin", "", "log origin, used when generating the key (default HOST/memtrail/<hash of the new key>)")
 	trustFlag := fs.String("trust", "", "trust file (default: a development trust file in the data directory)")
 	batchSizeFlag := fs.Uint("batch-size", 8192, "most entries sequenced in one group (entries arriving while a group is sequenced form the next)")
 	batchAgeFlag := fs.Duration("batch-age", 5*time.Millisecond, "how long the sequencer waits after a group arrives")
@@ -424,9 +426,11 @@ func loadOrCreateLogKey(dir, origin string, logger *slog.Logger) (skey, vkey str
 		return "", "", err
 	}
 	if origin == "" {
-		origin = defaultOrigin
+		host, _ := os.Hostname()
+		skey, vkey, origin, err = mlog.GenerateLogKeyFor(host)
+	} else {
+		skey, vkey, err = mlog.GenerateLogKey(origin)
 	}
-	skey, vkey, err = mlog.GenerateLogKey(origin)
 	if err != nil {
 		return "", "", withHint(err, "an origin looks like example.com/log: no spaces and no '+'")
 	}

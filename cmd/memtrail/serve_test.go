@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,7 +54,7 @@ func TestQuickStart(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&info)
 	resp.Body.Close()
-	if info.Origin != defaultOrigin || strings.TrimSpace(stdout.String()) != info.VerifierKey {
+	if !defaultOriginShape.MatchString(info.Origin) || strings.TrimSpace(stdout.String()) != info.VerifierKey {
 		t.Errorf("/v1/log = %+v; serve printed %q", info, stdout.String())
 	}
 	for _, f := range []string{"memtrail-data/log.key", "memtrail-data/dev/adapter.pem"} {
@@ -358,5 +359,46 @@ func TestTesseraFilter(t *testing.T) {
 	out := buf.String()
 	if strings.Contains(out, "Initializing") || !strings.Contains(out, "level=WARN msg=\"WitnessGateway") || !strings.Contains(out, "level=ERROR msg=\"couldn't integrate\"") {
 		t.Errorf("filtered log:\n%s", out)
+	}
+}
+
+// defaultOriginShape is the origin "memtrail serve" derives when --origin
+// is not given: HOST/memtrail/<16 hex digits>.
+var defaultOriginShape = regexp.MustCompile(`^[a-z0-9._-]+/memtrail/[0-9a-f]{16}$`)
+
+// TestServeDefaultOrigin: without --origin every new data directory gets an
+// origin of its own (so a witness that knows one log answers 404, not 403,
+// to a second), and a data directory keeps its origin across restarts.
+func TestServeDefaultOrigin(t *testing.T) {
+	bin := buildMemtrail(t)
+	dir := t.TempDir()
+	origin := func(data string) string {
+		t.Helper()
+		p := startServe(t, bin, filepath.Join(dir, data), "")
+		defer p.stop(t)
+		resp, err := http.Get(p.url + "/v1/log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var info api.LogInfo
+		if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+			t.Fatal(err)
+		}
+		if !defaultOriginShape.MatchString(info.Origin) || !strings.HasPrefix(info.VerifierKey, info.Origin+"+") {
+			t.Fatalf("%s: origin %q, verifier key %q; want HOST/memtrail/<16 hex>", data, info.Origin, info.VerifierKey)
+		}
+		return info.Origin
+	}
+	a := origin("a")
+	if again := origin("a"); again != a {
+		t.Errorf("the origin changed across a restart: %q, then %q", a, again)
+	}
+	if b := origin("b"); b == a {
+		t.Errorf("two data directories share the origin %q", a)
+	}
+	code, out, errOut := runCLI(t, dir, "serve", "-h")
+	if code != 0 || !strings.Contains(out+errOut, "HOST/memtrail/") {
+		t.Errorf("serve -h does not document the default origin (exit %d):\n%s%s", code, out, errOut)
 	}
 }

@@ -50,23 +50,29 @@ dev-adapter-key).
 A compaction is written as a log submission, {"eccr": ..., "manifest": ...};
 the manifest file is {"manifest_version": "1.0", "items": [...]} or a list of
 "DIGEST LABEL [EXPIRES_AT]" lines. The ceiling is the least upper bound of the
-labels and the retention epoch the earliest expiry. The labels are ordered
+labels and the retention epoch the earliest expiry; when no item expires
+the profile sets no bound, and retention_purge_epoch is 4102444800
+(2100-01-01T00:00:00Z), which the command says on standard error. The
+labels are ordered
 by the log's lattice: pass the log's trust file with --trust (its
 sensitivity_lattice, as the log reads it) or the labels, lowest first, with
 --lattice; without either, the default lattice
 PUBLIC,INTERNAL,CONFIDENTIAL,CONFIDENTIAL_RESTRICTED,HIGHLY_CONFIDENTIAL. A
 label that is not in the lattice is refused (the log would rank it top).
 A superseding compaction names the compaction it replaces and the purged
-items its Bloom filter must hold.
+items its Bloom filter must hold; its manifest is the superseded one minus
+those items, so a --purged item still in the manifest is refused. A
+compaction whose every item was purged cannot be superseded: tombstone its
+output instead ("memtrail sign tombstone --item" its compacted_output_hash).
 
 Flags may come before or after the FRAGMENT files; "--" ends the flags.
 Ids default to fresh urn:uuid values. The receipt is written to standard
 output. The command exits 0 if it wrote a receipt, 1 if it could not (a key,
-file or manifest that cannot be read, a label not in the lattice, a value
-the receipt refuses, a fragment that is not UTF-8), and 2 on a usage error
-(an unknown flag or kind, a missing --key, --manifest or --item, --purged
-without --supersedes, a malformed --lattice, an ApertoMemory profile name
-for a projection).
+file or manifest that cannot be read, a label not in the lattice, a --purged
+item still in the manifest, a value the receipt refuses, a fragment that is
+not UTF-8), and 2 on a usage error (an unknown flag or kind, a missing --key,
+--manifest or --item, --purged without --supersedes, a malformed --lattice,
+an ApertoMemory profile name for a projection).
 
 Example, against a fresh "memtrail serve" in the current directory:
 
@@ -335,6 +341,18 @@ func signCompaction(args []string) error {
 	mf, err := readManifest(*manifestFlag, lattice)
 	if err != nil {
 		return err
+	}
+	for _, p := range purged {
+		if !receipts.IsDigest(p) {
+			return fmt.Errorf("--purged %q: an item digest is \"sha256:\" followed by 64 lowercase hex digits", p)
+		}
+		if i := mf.Index(p); i >= 0 {
+			return withHint(fmt.Errorf("--purged %s is still item %d of the manifest: a superseding compaction's manifest is the superseded one minus the items purged since (profile 3.5), so the log would refuse it (supersession_invalid)", p, i),
+				"remove the purged items from "+*manifestFlag+", or drop --purged for an item that was not purged")
+		}
+	}
+	if _, ok := mf.MinExpiry(); !ok {
+		fmt.Fprintf(os.Stderr, "memtrail: note: no item of the manifest expires; retention_purge_epoch is %s\n", receipts.FormatUnixTime(gen.NoExpiryEpoch))
 	}
 	id := *idFlag
 	if id == "" {

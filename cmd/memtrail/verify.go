@@ -491,9 +491,10 @@ func verifyProjection(args []string) error {
 	defer stop()
 	rep, err := verifier.VerifyProjection(ctx, record, opts)
 	if err != nil {
-		if rep != nil {
-			fmt.Fprint(stderr(), rep.Summary())
-		}
+		// The registry did not answer, so there is no verdict: no report
+		// and no summary, whose checks so far would read as VALID. (A
+		// registry that refuses the record answers: that is a failed
+		// single_use check in the report.)
 		switch {
 		case *registryFlag != "" && errors.Is(err, verifier.ErrMalformed):
 			return inputError(err, "the record was not registered: "+*registryFlag+" is not a projection registry (docs/verify.md, \"Single use\"); a registry that does not parse is never reset — restore it or fix the line named",
@@ -548,7 +549,7 @@ func verifyCompaction(args []string) error {
 		if err != nil {
 			return inputError(err)
 		}
-		opts.Keys, opts.Lattice = t.Compactors, t.Lattice
+		opts.Keys, opts.Lattice, opts.Trust = t.Compactors, t.Lattice, t
 	}
 	for _, k := range keyFlags {
 		pub, err := receipts.ParsePublicKey(k)

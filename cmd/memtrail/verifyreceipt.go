@@ -134,9 +134,11 @@ func verifyReceipt(args []string) error {
 		}
 		err = receipts.VerifyProjectionSignature(r, pins, at)
 	case *receipts.Compaction:
-		err = verifyUnder(r.Signature.KID, compactors, rawKeys, at, "compactor", func(k receipts.Keyring) error { return r.VerifySignature(k, at) }, r.VerifySignatureWithKey)
+		// The registered keys come from the trust file, which also says
+		// when a kid is a key of another role.
+		err = verifyUnder(r.Signature.KID, compactors, rawKeys, at, "compactor", func(receipts.Keyring) error { return trust.VerifyCompaction(r, at) }, r.VerifySignatureWithKey)
 	case *receipts.Tombstone:
-		err = verifyUnder(r.Signature.KID, issuers, rawKeys, at, "issuer", func(k receipts.Keyring) error { return r.VerifySignature(k, at) }, r.VerifySignatureWithKey)
+		err = verifyUnder(r.Signature.KID, issuers, rawKeys, at, "issuer", func(receipts.Keyring) error { return trust.VerifyTombstone(r, at) }, r.VerifySignatureWithKey)
 	}
 	if errors.Is(err, errNoKeys) {
 		return synopsisError(receiptSynopsis, fmt.Sprintf("a %s is checked under %s keys: give --trust FILE or --key HEX", r.Kind(), map[receipts.Kind]string{receipts.KindCompaction: "compactor", receipts.KindTombstone: "issuer"}[r.Kind()]))

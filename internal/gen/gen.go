@@ -124,7 +124,7 @@ func (s *Signers) Compaction(id string, items []receipts.ManifestItem, supersede
 	for i := range items {
 		labels[i] = items[i].Sensitivity
 	}
-	epoch := int64(4102444800) // 2100-01-01
+	epoch := NoExpiryEpoch
 	if e, ok := mf.MinExpiry(); ok {
 		epoch = e
 	}
@@ -148,6 +148,11 @@ func (s *Signers) Compaction(id string, items []receipts.ManifestItem, supersede
 	}, s.Compactor)
 	return c, mf, err
 }
+
+// NoExpiryEpoch is the retention_purge_epoch [Signers.Compaction] writes
+// when no item of the manifest expires (the profile sets no bound then):
+// 4102444800, 2100-01-01T00:00:00Z.
+const NoExpiryEpoch int64 = 4102444800
 
 // Tombstone returns a signed tombstone of item.
 func (s *Signers) Tombstone(id, item string, purgedAt time.Time) (*receipts.Tombstone, error) {
