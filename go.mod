@@ -15,6 +15,9 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+// Test only.
+require github.com/rogpeppe/go-internal v1.16.0
+
 require (
 	filippo.io/mldsa v0.0.0-20260215214346-43d0283efc3e // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
@@ -35,6 +38,7 @@ require (
 	golang.org/x/exp v0.0.0-20250408133849-7e4ce0ab07d0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/tools v0.52.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
