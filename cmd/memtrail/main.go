@@ -12,8 +12,8 @@
 // Run "memtrail help" for the list of commands and "memtrail <command> -h"
 // for the flags of one. Every command exits 0 on success, 1 when what it
 // checked or attempted was refused or failed, and 2 on a usage error;
-// "submit" also exits 3 when every receipt was logged but a proof it was
-// asked to wait for did not arrive in time.
+// "submit" and "proof" also exit 3 when the entries were logged but a proof
+// they were asked to wait for did not arrive in time.
 package main
 
 import (
