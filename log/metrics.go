@@ -44,8 +44,20 @@ type Metrics struct {
 	witnessing    bool
 	withoutQuorum atomic.Uint64
 	witnessed     atomic.Int64 // 1 if the latest published checkpoint met the quorum, 0 if not, -1 before the first
-	witnessMu     sync.Mutex
-	witnessReqs   map[[2]string]uint64 // witness, code
+	// quorumLost is set once a checkpoint was published without the
+	// quorum and said so, until one is published with it again.
+	quorumLost  atomic.Bool
+	witnessMu   sync.Mutex
+	witnessReqs map[[2]string]uint64 // witness, code
+	witnessUps  map[string]bool      // witness → answered its last request as the protocol says
+}
+
+// witnessUp records whether witness answered its latest request as the
+// protocol says (memtrail_witness_up).
+func (m *Metrics) witnessUp(witness string, up bool) {
+	m.witnessMu.Lock()
+	m.witnessUps[witness] = up
+	m.witnessMu.Unlock()
 }
 
 // witnessRequest counts a request to a witness and its outcome: the HTTP
@@ -80,7 +92,7 @@ func (m *Metrics) CheckpointAge() time.Duration {
 func (m *Metrics) TreeSize() uint64 { return m.treeSize.Load() }
 
 func newMetrics() *Metrics {
-	m := &Metrics{accepted: map[receipts.Kind]uint64{}, refused: map[[2]string]uint64{}, latency: newHistogram(), witnessReqs: map[[2]string]uint64{}}
+	m := &Metrics{accepted: map[receipts.Kind]uint64{}, refused: map[[2]string]uint64{}, latency: newHistogram(), witnessReqs: map[[2]string]uint64{}, witnessUps: map[string]bool{}}
 	m.witnessed.Store(-1)
 	m.storageWritable.Store(1)
 	return m
@@ -206,5 +218,18 @@ func (m *Metrics) writeWitnessMetrics(w io.Writer) {
 	})
 	for _, k := range keys {
 		fmt.Fprintf(w, "memtrail_witness_requests_total{witness=%q,code=%q} %d\n", k[0], k[1], m.witnessReqs[k])
+	}
+	fmt.Fprintf(w, "# HELP memtrail_witness_up Whether the witness answered the log's latest add-checkpoint request as the protocol says (1: cosigned, or named its size) or not (0: no answer, an error status or an invalid cosignature); absent before the first request.\n# TYPE memtrail_witness_up gauge\n")
+	names := make([]string, 0, len(m.witnessUps))
+	for n := range m.witnessUps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		up := 0
+		if m.witnessUps[n] {
+			up = 1
+		}
+		fmt.Fprintf(w, "memtrail_witness_up{witness=%q} %d\n", n, up)
 	}
 }

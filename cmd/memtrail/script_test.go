@@ -5,9 +5,12 @@ import (
 	"crypto/ed25519"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +36,10 @@ import (
 //	    trust file and $NAME_POLICY its tlog-policy
 //	digest TEXT
 //	    print sha256:<hex> of TEXT, for use with "cp stdout FILE"
+//	freeport NAME
+//	    set $NAME to a TCP port free on 127.0.0.1
+//	waithealthy URL
+//	    wait (up to a minute) until URL/healthz answers 200
 func TestScripts(t *testing.T) {
 	bin := buildMemtrail(t)
 	testscript.Run(t, testscript.Params{
@@ -45,6 +52,29 @@ func TestScripts(t *testing.T) {
 			"startlog": cmdStartLog,
 			"digest": func(ts *testscript.TestScript, neg bool, args []string) {
 				fmt.Fprint(ts.Stdout(), receipts.Digest([]byte(strings.Join(args, " "))))
+			},
+			"freeport": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: freeport NAME")
+				}
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				ts.Check(err)
+				defer ln.Close()
+				ts.Setenv(args[0], strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+			},
+			"waithealthy": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: waithealthy URL")
+				}
+				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					if resp, err := http.Get(args[0] + "/healthz"); err == nil {
+						resp.Body.Close()
+						if resp.StatusCode == http.StatusOK {
+							return
+						}
+					}
+				}
+				ts.Fatalf("%s did not become healthy", args[0])
 			},
 		},
 	})
