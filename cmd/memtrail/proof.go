@@ -225,7 +225,9 @@ type logRefusal struct {
 	api.Refusal
 }
 
-func (r *logRefusal) Error() string { return r.Code + ": " + r.Detail }
+// Error is the log's code and detail, with what could drive a terminal
+// escaped: a log need not be honest.
+func (r *logRefusal) Error() string { return escapeControl(r.Code + ": " + r.Detail) }
 
 func getJSON(client *http.Client, u string, v any) error {
 	body, err := get(client, u)
