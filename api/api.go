@@ -17,6 +17,7 @@
 //	GET  /v1/compactions/{id}                lineage state, ECCR, proof
 //	GET  /v1/compactions/{id}/sources/{item}/proof
 //	GET  /v1/items/{digest}                  compactions including it, tombstone, state
+//	GET  /v1/obligations[?limit=N]           open erasure obligations
 //	GET  /v1/manifests/{root}                the manifest (immutable)
 //	GET  /v1/checkpoints/{size}              a checkpoint the log published
 //	GET  /v1/proof/{index}[?size=N]          tlog-proof of an entry
@@ -164,6 +165,7 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/v1/tombstones", s.serveEntry(receipts.KindTombstone))
 	r.Get("/v1/tombstones/{id}", s.serveEntry(receipts.KindTombstone))
 	r.Get("/v1/items/{digest}", s.serveItem)
+	r.Get("/v1/obligations", s.serveObligations)
 	r.Get("/v1/manifests/{root}", s.serveManifest)
 	r.Get("/v1/checkpoints/{size}", s.serveCheckpointAt)
 	r.Get("/v1/proof/{index}", s.serveProof)

@@ -206,6 +206,56 @@ func itemCompactions(cs []*mlog.CompactionInfo) []ItemCompaction {
 	return out
 }
 
+// Obligations is the body of GET /v1/obligations: the open erasure
+// obligations, in log order of their compactions (then of their
+// tombstones), at most the limit asked for; Count is how many there are in
+// all, and Truncated says the list stops short of it.
+type Obligations struct {
+	Obligations []Obligation `json:"obligations"`
+	Count       int          `json:"count"`
+	Truncated   bool         `json:"truncated"`
+}
+
+// Obligation is one open obligation: a tombstoned item that a compaction
+// not yet superseded includes (the members of the open_obligations of a
+// "memtrail verify log" report, whose age is judged there).
+type Obligation struct {
+	Item            string `json:"item"`
+	TombstoneID     string `json:"tombstone_id"`
+	TombstoneIndex  uint64 `json:"tombstone_index"`
+	PurgedAt        int64  `json:"purged_at"`
+	CompactionID    string `json:"compaction_id"`
+	CompactionIndex uint64 `json:"compaction_index"`
+}
+
+// Limits of GET /v1/obligations?limit=N.
+const (
+	defaultObligations = 1000
+	maxObligations     = 10000
+)
+
+func (s *Server) serveObligations(w http.ResponseWriter, r *http.Request) {
+	limit := defaultObligations
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxObligations {
+			s.writeError(w, r, badRequest(fmt.Sprintf("limit must be a decimal integer from 1 to %d", maxObligations)))
+			return
+		}
+		limit = n
+	}
+	obs, total, err := s.log.OpenObligations(r.Context(), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := Obligations{Obligations: make([]Obligation, len(obs)), Count: total, Truncated: total > len(obs)}
+	for i, o := range obs {
+		out.Obligations[i] = Obligation(o)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request) {
 	root, err := pathParam(r, "root", "root")
 	if err == nil && !receipts.IsDigest(root) {

@@ -76,6 +76,18 @@ type TombstoneInfo struct {
 	PurgedAt int64
 }
 
+// Obligation is an open erasure obligation: Item was tombstoned (by the
+// tombstone at TombstoneIndex), and the compaction at CompactionIndex, which
+// includes it, is not yet superseded.
+type Obligation struct {
+	Item            string
+	TombstoneID     string
+	TombstoneIndex  uint64
+	PurgedAt        int64
+	CompactionID    string
+	CompactionIndex uint64
+}
+
 // ErrNotFound is returned by index lookups that find nothing.
 var ErrNotFound = errors.New("not found")
 
@@ -126,6 +138,11 @@ type Index interface {
 	TombstonesOf(ctx context.Context, items []string) (map[string]*TombstoneInfo, error)
 	// Counts returns the number of entries of each kind.
 	Counts(ctx context.Context) (map[receipts.Kind]uint64, error)
+	// OpenObligations returns the open erasure obligations (every
+	// tombstoned item of every compaction not superseded), ordered by
+	// compaction index then tombstone index, at most limit of them, and
+	// how many there are in all.
+	OpenObligations(ctx context.Context, limit int) ([]Obligation, int, error)
 
 	// PutCheckpoint records a signed checkpoint the log published, and
 	// CheckpointAt returns the one recorded for size. Checkpoints cannot be

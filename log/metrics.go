@@ -42,8 +42,20 @@ type Metrics struct {
 	witnessing    bool
 	withoutQuorum atomic.Uint64
 	witnessed     atomic.Int64 // 1 if the latest published checkpoint met the quorum, 0 if not, -1 before the first
-	witnessMu     sync.Mutex
-	witnessReqs   map[[2]string]uint64 // witness, code
+	// quorumLost is set once a checkpoint was published without the
+	// quorum and said so, until one is published with it again.
+	quorumLost  atomic.Bool
+	witnessMu   sync.Mutex
+	witnessReqs map[[2]string]uint64 // witness, code
+	witnessUps  map[string]bool      // witness → answered its last request as the protocol says
+}
+
+// witnessUp records whether witness answered its latest request as the
+// protocol says (memtrail_witness_up).
+func (m *Metrics) witnessUp(witness string, up bool) {
+	m.witnessMu.Lock()
+	m.witnessUps[witness] = up
+	m.witnessMu.Unlock()
 }
 
 // witnessRequest counts a request to a witness and its outcome: the HTTP
@@ -78,7 +90,7 @@ func (m *Metrics) CheckpointAge() time.Duration {
 func (m *Metrics) TreeSize() uint64 { return m.treeSize.Load() }
 
 func newMetrics() *Metrics {
-	m := &Metrics{accepted: map[receipts.Kind]uint64{}, refused: map[[2]string]uint64{}, latency: newHistogram(), witnessReqs: map[[2]string]uint64{}}
+	m := &Metrics{accepted: map[receipts.Kind]uint64{}, refused: map[[2]string]uint64{}, latency: newHistogram(), witnessReqs: map[[2]string]uint64{}, witnessUps: map[string]bool{}}
 	m.witnessed.Store(-1)
 	m.storageWritable.Store(1)
 	return m
@@ -150,6 +162,7 @@ var (
 	descPublished       = prometheus.NewDesc("memtrail_checkpoints_published_total", "Checkpoints published (each distinct checkpoint file seen).", nil, nil)
 	descWithoutQuorum   = prometheus.NewDesc("memtrail_checkpoints_published_without_quorum_total", "Checkpoints published although the witness policy's quorum had not cosigned them (--witness-fail-open).", nil, nil)
 	descWitnessed       = prometheus.NewDesc("memtrail_checkpoint_witnessed", "Whether the latest published checkpoint carries the witness quorum (1) or not (0).", nil, nil)
+	descWitnessUp       = prometheus.NewDesc("memtrail_witness_up", "Whether the witness answered the log's latest add-checkpoint request as the protocol says (1: cosigned, or named its size) or not (0: no answer, an error status or an invalid cosignature); absent before the first request.", []string{"witness"}, nil)
 	descWitnessRequests = prometheus.NewDesc("memtrail_witness_requests_total", "add-checkpoint requests to witnesses, by witness key name and HTTP status (\"error\": no answer).", []string{"witness", "code"}, nil)
 	descOutcomeUnknown  = prometheus.NewDesc("memtrail_sequencing_outcome_unknown_total", "Sequencing failures that left it unknown whether the entry was logged; its id stays held until the index settles the question.", nil, nil)
 	descOutcomeSettled  = prometheus.NewDesc("memtrail_sequencing_outcome_settled_total", "Entries with an unknown sequencing outcome that the index has since found logged or not logged.", nil, nil)
@@ -162,7 +175,7 @@ var (
 // prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descAccepted, descRefused, descIngest, descTreeSize, descIndexed, descCheckpointAge, descCheckpointSize,
-		descPublished, descWithoutQuorum, descWitnessed, descWitnessRequests, descOutcomeUnknown, descOutcomeSettled, descPushback,
+		descPublished, descWithoutQuorum, descWitnessed, descWitnessUp, descWitnessRequests, descOutcomeUnknown, descOutcomeSettled, descPushback,
 		descIndexErrors, descStorageWritable} {
 		ch <- d
 	}
@@ -211,6 +224,13 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		m.witnessMu.Lock()
 		for k, n := range m.witnessReqs {
 			send(descWitnessRequests, prometheus.CounterValue, float64(n), k[0], k[1])
+		}
+		for n, up := range m.witnessUps {
+			v := 0.0
+			if up {
+				v = 1
+			}
+			send(descWitnessUp, prometheus.GaugeValue, v, n)
 		}
 		m.witnessMu.Unlock()
 	}

@@ -424,6 +424,36 @@ func (x *SQLiteIndex) TombstonesOf(ctx context.Context, items []string) (map[str
 	return out, nil
 }
 
+// openObligationsFrom joins from the tombstones, which are few, to the
+// compactions that include their items.
+const openObligationsFrom = ` FROM tombstones t JOIN compaction_items ci ON ci.item = t.item JOIN compactions c ON c.id = ci.compaction WHERE c.superseded_by = '' AND NOT EXISTS (SELECT 1 FROM tombstones e WHERE c.output != '' AND e.item = c.output)`
+
+func (x *SQLiteIndex) OpenObligations(ctx context.Context, limit int) ([]Obligation, int, error) {
+	var total int
+	if err := x.db.QueryRowContext(ctx, "SELECT count(*)"+openObligationsFrom).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("couldn't count open obligations: %w", err)
+	}
+	rows, err := x.db.QueryContext(ctx, "SELECT t.item, t.id, t.idx, t.purged_at, c.id, c.idx"+openObligationsFrom+" ORDER BY c.idx, t.idx LIMIT ?", limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("couldn't look up open obligations: %w", err)
+	}
+	defer rows.Close()
+	var out []Obligation
+	for rows.Next() {
+		var o Obligation
+		var ti, ci int64
+		if err := rows.Scan(&o.Item, &o.TombstoneID, &ti, &o.PurgedAt, &o.CompactionID, &ci); err != nil {
+			return nil, 0, fmt.Errorf("couldn't read open obligations: %w", err)
+		}
+		o.TombstoneIndex, o.CompactionIndex = uint64(ti), uint64(ci)
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("couldn't read open obligations: %w", err)
+	}
+	return out, total, nil
+}
+
 func (x *SQLiteIndex) Counts(ctx context.Context) (map[receipts.Kind]uint64, error) {
 	rows, err := x.db.QueryContext(ctx, "SELECT kind, n FROM counts")
 	if err != nil {

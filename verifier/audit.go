@@ -186,10 +186,11 @@ func (r *AuditReport) Summary() string {
 	} else {
 		b.WriteString("  ")
 	}
-	fmt.Fprintf(&b, "%d entries audited in this run (%d projections, %d compactions, %d tombstones in the log",
-		r.EntriesAudited, r.Counts.Projections, r.Counts.Compactions, r.Counts.Tombstones)
+	fmt.Fprintf(&b, "%s audited in this run (%s, %s, %s in the log",
+		count(r.EntriesAudited, "entry", "entries"), count(r.Counts.Projections, "projection", "projections"),
+		count(r.Counts.Compactions, "compaction", "compactions"), count(r.Counts.Tombstones, "tombstone", "tombstones"))
 	if r.Counts.Unparsed > 0 {
-		fmt.Fprintf(&b, ", %d entries that are not receipts", r.Counts.Unparsed)
+		fmt.Fprintf(&b, ", %s", count(r.Counts.Unparsed, "entry that is not a receipt", "entries that are not receipts"))
 	}
 	b.WriteString(")\n")
 	summarizeChecks(&b, r.Checks)
@@ -360,7 +361,7 @@ func AuditLog(ctx context.Context, src LogSource, opts AuditOptions) (*AuditRepo
 			l.fail(CheckTreeRoot, 0, f.Code, "", f.Detail)
 		} else {
 			treeOK = true
-			l.pass(CheckTreeRoot, 0, fmt.Sprintf("%d leaves hash to the checkpoint's root", cp.Size))
+			l.pass(CheckTreeRoot, 0, count(cp.Size, "leaf hashes", "leaves hash")+" to the checkpoint's root")
 		}
 	}
 	for _, f := range a.receiptFindings {
@@ -373,7 +374,7 @@ func AuditLog(ctx context.Context, src LogSource, opts AuditOptions) (*AuditRepo
 	for _, c := range []struct {
 		name   string
 		detail string
-	}{{CheckReceipts, fmt.Sprintf("%d receipts verified in this run", a.audited)}, {CheckLineage, "lineage rules hold in log order"}} {
+	}{{CheckReceipts, count(a.audited, "receipt", "receipts") + " verified in this run"}, {CheckLineage, "lineage rules hold in log order"}} {
 		if f := a.first(c.name); f != nil {
 			l.fail(c.name, 0, f.Code, f.Member, f.Detail)
 		} else if crawled {
@@ -391,7 +392,7 @@ func AuditLog(ctx context.Context, src LogSource, opts AuditOptions) (*AuditRepo
 		if f := a.first(CheckObligations); f != nil {
 			l.fail(CheckObligations, 0, f.Code, "", f.Detail)
 		} else {
-			l.pass(CheckObligations, 0, fmt.Sprintf("%d open obligations, none older than the grace period", len(obligations)))
+			l.pass(CheckObligations, 0, count(len(obligations), "open obligation", "open obligations")+", none older than the grace period")
 		}
 	} else {
 		l.notRun(CheckObligations, 0, "the log could not be read to the end")
@@ -804,4 +805,12 @@ func (a *auditor) localize(ctx context.Context, start *compact.Range, from uint6
 		f.Evidence.LeafHash = b64(got)
 		f.Evidence.CommittedLeafHash = b64(want)
 	}
+}
+
+// count says "1 entry" or "n entries".
+func count[N int | uint64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

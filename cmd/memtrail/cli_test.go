@@ -191,7 +191,7 @@ func TestCLISubmitProofPending(t *testing.T) {
 			t.Errorf("submit %v: no proof_pending:\n%s", flags, out)
 		}
 		want := fmt.Sprintf("memtrail proof --log %s --index %d", cl.url, i)
-		if !strings.Contains(errOut, "1 of 1 entries were logged but have no proof yet") || !strings.Contains(errOut, want) {
+		if !strings.Contains(errOut, "1 of 1 entry was logged but has no proof yet") || !strings.Contains(errOut, want) {
 			t.Errorf("submit %v: does not say how to fetch the proof later (%q):\n%s", flags, want, errOut)
 		}
 		if _, err := os.Stat(filepath.Join(cl.dir, "proofs", "p.json.tlog-proof")); err == nil {
@@ -239,7 +239,7 @@ func TestCLISubmitLocalRefusals(t *testing.T) {
 	}
 	for f, w := range want {
 		code, out, errOut := runCLI(t, cl.dir, "submit", "--log", cl.url, f)
-		if code != 1 || strings.TrimSpace(out) != w || !strings.Contains(errOut, "1 of 1 submissions were not logged") {
+		if code != 1 || strings.TrimSpace(out) != w || !strings.Contains(errOut, "1 of 1 submission was not logged") {
 			t.Errorf("submit %s: exit %d\n%s%s\nwant %q", f, code, out, errOut, w)
 		}
 		code, out, _ = runCLI(t, cl.dir, "submit", "--json", "--log", cl.url, f)

@@ -73,6 +73,18 @@ within 10s (or the timeout, if shorter), headers and body within the
 timeout. Slower clients are cut off, a late body answered 408. It does not
 bound the answer: a ?wait=proof answer may wait up to a minute more.
 
+Logging: one line per event on standard error, in --log-format (text or
+json), at --log-level (debug, info, warn, error; default info). Every
+refused submission is one line at info level ("refused", with its status,
+code, kind, id, batch line and the client's address; a 503 answer —
+overload, a data directory that cannot be written — at debug level, as the
+log says once why); a witness that stops cosigning is one warning, and one
+line when it is back (memtrail_witness_up at /metrics), not one per
+checkpoint interval; Tessera's own messages other than errors are logged
+at debug level. --access-log FILE (or - for standard output) adds one line
+per HTTP request: client, method, path, status, bytes and duration; SIGHUP
+reopens the file, for rotation.
+
 --debug-listen ADDR serves Go's profiles on a private address. For testing
 only, --debug-clock adds /debug/clock there: PUT /debug/clock?offset=-10m
 shifts the clock the log judges freshness and key validity by, to test how
@@ -117,7 +129,9 @@ func runServe(args []string) error {
 	policyFlag := fs.String("witness-policy", "", "C2SP tlog-policy file naming the witnesses that must cosign checkpoints")
 	failOpenFlag := fs.Bool("witness-fail-open", false, "publish checkpoints even when the witness quorum is not met in time")
 	witnessTimeoutFlag := fs.Duration("witness-timeout", 5*time.Second, "how long to wait for witness cosignatures")
-	logFormatFlag := fs.String("log-format", "text", "log format on standard error: text or json")
+	logFormatFlag := fs.String("log-format", "text", "log format on standard error (and of --access-log): text or json")
+	logLevelFlag := fs.String("log-level", "info", "least level logged on standard error: debug, info, warn or error")
+	accessLogFlag := fs.String("access-log", "", "write one line per HTTP request to this file (\"-\": standard output); off by default")
 	debugFlag := fs.String("debug-listen", "", "serve Go's /debug/pprof profiles on this address (keep it private)")
 	debugClockFlag := fs.Bool("debug-clock", false, "for testing only: serve /debug/clock on --debug-listen, which shifts the clock the log judges freshness and key validity by")
 	readTimeoutFlag := fs.Duration("read-timeout", 2*time.Minute, "longest a request (headers and body) may take to arrive; slower clients are cut off")
@@ -148,9 +162,9 @@ func runServe(args []string) error {
 	case *witnessTimeoutFlag <= 0:
 		return badUsageError(withHint(fmt.Errorf("--witness-timeout %s is not positive", *witnessTimeoutFlag), "use a duration such as 5s"))
 	}
-	logger, err := newLogger(*logFormatFlag)
+	logger, err := newLogger(*logFormatFlag, *logLevelFlag)
 	if err != nil {
-		return err
+		return badUsageError(err)
 	}
 	quietTessera(logger)
 	if err := setMemoryLimit(*memFlag); err != nil {
@@ -254,8 +268,18 @@ func runServe(args []string) error {
 	}
 	ln = newLimitListener(ln, *connsFlag)
 	server := api.New(l, api.Config{MaxInFlight: *inflightFlag, Logger: logger, Version: version()})
+	handler := server.Handler()
+	var access *accessLog
+	if *accessLogFlag != "" {
+		if access, err = openAccessLog(*accessLogFlag, *logFormatFlag); err != nil {
+			ln.Close()
+			l.Close(ctx)
+			return err
+		}
+		handler = access.handler(handler)
+	}
 	srv := &http.Server{
-		Handler: server.Handler(),
+		Handler: handler,
 		// Slow clients: headers must arrive within ReadHeaderTimeout and
 		// the whole request within ReadTimeout, or the connection is cut
 		// (a late body is answered 408). WriteTimeout leaves time to
@@ -291,6 +315,11 @@ func runServe(args []string) error {
 				}
 				l.SetTrust(t)
 				logger.Info("reloaded the trust file", "file", trustPath, "adapters", len(t.Adapters), "compactors", len(t.Compactors), "issuers", len(t.Issuers))
+				if access != nil {
+					if err := access.reopen(); err != nil {
+						logger.Error("couldn't reopen the access log; writing to the old file", "file", *accessLogFlag, "error", err)
+					}
+				}
 				continue
 			}
 			logger.Info("shutting down", "signal", sig.String())
@@ -360,37 +389,55 @@ func setMemoryLimit(v string) error {
 	return withHint(fmt.Errorf("bad --memory-limit %q", v), "use a size such as 192MiB or 1GiB, or off")
 }
 
-func newLogger(format string) (*slog.Logger, error) {
+func newLogger(format, level string) (*slog.Logger, error) {
+	var opts slog.HandlerOptions
+	switch level {
+	case "debug":
+		opts.Level = slog.LevelDebug
+	case "info":
+		opts.Level = slog.LevelInfo
+	case "warn":
+		opts.Level = slog.LevelWarn
+	case "error":
+		opts.Level = slog.LevelError
+	default:
+		return nil, withHint(fmt.Errorf("unknown log level %q", level), "use --log-level debug, info, warn or error")
+	}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewTextHandler(os.Stderr, &opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewJSONHandler(os.Stderr, &opts)), nil
 	}
 	return nil, withHint(fmt.Errorf("unknown log format %q", format), "use --log-format text or --log-format json")
 }
 
-// quietTessera routes Tessera's klog output to our logger: errors, and
-// what it says about witnesses (klog hands its warnings over at Info
-// level, so they cannot be told from Tessera's chatter by level alone);
-// those are logged as warnings.
+// quietTessera routes Tessera's klog output to our logger: its errors as
+// errors, and everything else (klog hands its warnings over at Info level,
+// so they cannot be told from Tessera's chatter by level) at Debug level,
+// shown by --log-level debug. What Tessera says about witnesses, once per
+// checkpoint interval while they fail, the log says itself: once when a
+// witness stops cosigning, once when it is back (log/witnessing.go).
 func quietTessera(logger *slog.Logger) {
 	klog.SetSlogLogger(slog.New(tesseraFilter{logger.Handler()}))
 }
 
 type tesseraFilter struct{ slog.Handler }
 
+// level is the level a Tessera record of level l is logged at.
+func (tesseraFilter) level(l slog.Level) slog.Level {
+	if l >= slog.LevelError {
+		return l
+	}
+	return slog.LevelDebug
+}
+
 func (f tesseraFilter) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelInfo && f.Handler.Enabled(ctx, max(l, slog.LevelWarn))
+	return f.Handler.Enabled(ctx, f.level(l))
 }
 
 func (f tesseraFilter) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level < slog.LevelWarn {
-		if !strings.Contains(strings.ToLower(r.Message), "witness") {
-			return nil
-		}
-		r.Level = slog.LevelWarn
-	}
+	r.Level = f.level(r.Level)
 	return f.Handler.Handle(ctx, r)
 }
 

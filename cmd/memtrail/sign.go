@@ -311,12 +311,12 @@ func signCompaction(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *manifestFlag == "" || len(pos) != 0 || (*trustFlag != "" && *latticeFlag != "") {
-		fmt.Fprint(os.Stderr, "Usage: memtrail sign compaction --key KEY.pem --manifest FILE [--id URI] [--output FILE] [--trust FILE | --lattice L1,L2,...] [--supersedes ID --purged DIGEST...]\n")
-		if *trustFlag != "" && *latticeFlag != "" {
-			fmt.Fprint(os.Stderr, "memtrail: hint: give --trust or --lattice, not both\n")
-		}
-		return errUsage
+	const synopsis = "memtrail sign compaction --key KEY.pem --manifest FILE [--id URI] [--output FILE] [--trust FILE | --lattice L1,L2,...] [--supersedes ID --purged DIGEST...]"
+	if err := checkUsage(synopsis, fs, pos, nil, "manifest"); err != nil {
+		return err
+	}
+	if *trustFlag != "" && *latticeFlag != "" {
+		return synopsisUsage(synopsis, "--trust and --lattice both give the lattice", "give --trust or --lattice, not both")
 	}
 	if len(purged) > 0 && *supersedesFlag == "" {
 		return badUsageError(withHint(errors.New("--purged needs --supersedes"), "name the compaction this one replaces"))
@@ -387,9 +387,8 @@ func signTombstone(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *itemFlag == "" || len(pos) != 0 {
-		fmt.Fprint(os.Stderr, "Usage: memtrail sign tombstone --key KEY.pem --item DIGEST [--id URI] [--reason REASON] [--purged-at UNIX]\n")
-		return errUsage
+	if err := checkUsage("memtrail sign tombstone --key KEY.pem --item DIGEST [--id URI] [--reason REASON] [--purged-at UNIX]", fs, pos, nil, "item"); err != nil {
+		return err
 	}
 	priv, err := readKey(*keyFlag)
 	if err != nil {

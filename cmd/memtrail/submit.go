@@ -19,7 +19,9 @@ import (
 	"github.com/memtrail/memtrail/receipts"
 )
 
-const submitUsage = `Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--json] FILE...
+const submitSynopsis = "memtrail submit --log URL [--wait] [--proof-dir DIR] [--json] FILE..."
+
+const submitUsage = `Usage: ` + submitSynopsis + `
 
 Submit receipts to a memtrail log. Each FILE holds one submission: a
 projection record, a tombstone, or a compaction as {"eccr": ..., "manifest":
@@ -28,10 +30,11 @@ kind's endpoint; several go as NDJSON batches of up to 5,000.
 
 --wait waits until a published checkpoint covers each entry and gets its
 proof; --proof-dir DIR (which implies --wait) writes each proof to
-DIR/<file name>.tlog-proof, ready for "memtrail verify proof". The log waits
-up to a minute for a checkpoint (its witnesses may be slow or down); an
-entry it logged without a proof is reported with "no proof yet", and the
-command says how to fetch the proof later with "memtrail proof".
+DIR/<file name>.tlog-proof, ready for "memtrail verify proof", and says
+where on a line of its own. The log waits up to a minute for a checkpoint
+(its witnesses may be slow or down); an entry it logged without a proof is
+reported with "no proof yet", and the command says how to fetch the proof
+later with "memtrail proof --wait".
 
 Flags may come before or after the FILE arguments; "--" ends the flags.
 
@@ -40,8 +43,9 @@ writes the server's answers as JSON lines instead, with "sent": true). A
 file that cannot be read, is empty or is not a JSON receipt is checked here
 and not sent: its line says "not sent" with the reason (with --json,
 "sent": false, a code and a detail, and no HTTP status), whether it is
-submitted alone or with others, and the other files are still sent. On a
-terminal, progress is shown on standard error.
+submitted alone or with others, and the other files are still sent. When
+standard error is a terminal it shows progress there: the files sent, and
+how long the log has been waiting for a checkpoint; otherwise it shows none.
 
 The command exits 0 if every file was logged (with its proof, when --wait
 or --proof-dir asked for one), 1 if any was refused or could not be sent,
@@ -53,7 +57,9 @@ Example:
 
 	$ memtrail submit --log http://127.0.0.1:8080 --proof-dir proofs p.json t.json
 	p.json: logged projection urn:uuid:6f1c… at index 0
+	p.json: proof written to proofs/p.json.tlog-proof
 	t.json: logged tombstone urn:uuid:9a2e… at index 1
+	t.json: proof written to proofs/t.json.tlog-proof
 `
 
 func init() {
@@ -74,9 +80,11 @@ func runSubmit(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *logFlag == "" || len(files) == 0 {
-		fmt.Fprint(os.Stderr, "Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--json] FILE...\n")
-		return errUsage
+	switch {
+	case *logFlag == "":
+		return missingFlag(submitSynopsis, "--log URL", "the log's base URL, such as http://127.0.0.1:8080")
+	case len(files) == 0:
+		return synopsisUsage(submitSynopsis, "no FILE to submit", "name one or more files that \"memtrail sign\" wrote")
 	}
 	base, err := parseLogURL(*logFlag)
 	if err != nil {
@@ -106,7 +114,9 @@ func runSubmit(args []string) error {
 	}
 	progress := newProgress(len(send))
 	if len(send) == 1 {
+		wt := progress.waiting(wait, 1)
 		res, err := submitOne(client, base, endpoints[0], bodies[0], wait)
+		wt.end()
 		if err != nil {
 			return err
 		}
@@ -115,7 +125,9 @@ func runSubmit(args []string) error {
 	} else {
 		for start := 0; start < len(send); start += batchChunk {
 			end := min(start+batchChunk, len(send))
+			wt := progress.waiting(wait, end-start)
 			res, err := submitBatch(client, base, bodies[start:end], wait)
+			wt.end()
 			if err != nil {
 				return err
 			}
@@ -159,10 +171,10 @@ func runSubmit(args []string) error {
 		} else if res.Accepted != nil {
 			fmt.Fprintf(out, "%s: logged %s %s at index %d\n", files[i], res.Kind, res.ID, res.Index)
 		} else {
-			fmt.Fprintf(out, "%s: refused (%d %s): %s\n", files[i], res.Status, res.Code, res.Detail)
+			fmt.Fprintf(out, "%s: refused (%d %s): %s\n", files[i], res.Status, escapeControl(res.Code), escapeControl(res.Detail))
 		}
 		if res.Accepted != nil && wait && res.Proof == "" {
-			fetch := fmt.Sprintf("memtrail proof --log %s --index %d", base, res.Index)
+			fetch := fmt.Sprintf("memtrail proof --log %s --index %d --wait", base, res.Index)
 			if *proofDirFlag != "" {
 				fetch += " -o " + filepath.Join(*proofDirFlag, filepath.Base(files[i])+".tlog-proof")
 			}
@@ -180,17 +192,21 @@ func runSubmit(args []string) error {
 			if err := os.WriteFile(p, []byte(res.Proof), 0o644); err != nil {
 				return err
 			}
+			if !*jsonFlag {
+				fmt.Fprintf(out, "%s: proof written to %s\n", files[i], p)
+			}
 		}
 	}
 	out.Flush()
 	if len(noProof) > 0 {
-		fmt.Fprintf(os.Stderr, "memtrail: %d of %d entries were logged but have no proof yet; do not submit them again, fetch their proofs later with:\n", len(noProof), len(files))
+		fmt.Fprintf(os.Stderr, "memtrail: %s logged but %s no proof yet; do not submit %s again, fetch %s later with:\n",
+			ofN(len(noProof), len(files), "entry was", "entries were"), plural(len(noProof), "has", "have"), plural(len(noProof), "it", "them"), plural(len(noProof), "its proof", "their proofs"))
 		for _, c := range noProof {
 			fmt.Fprintf(os.Stderr, "\t%s\n", c)
 		}
 	}
 	if failed > 0 {
-		fmt.Fprintf(os.Stderr, "memtrail: %d of %d submissions were not logged\n", failed, len(files))
+		fmt.Fprintf(os.Stderr, "memtrail: %s not logged\n", ofN(failed, len(files), "submission was", "submissions were"))
 		return exitError{1}
 	}
 	if len(noProof) > 0 {
@@ -316,26 +332,42 @@ func submitBatch(client *http.Client, base *url.URL, bodies [][]byte, wait bool)
 	return out, nil
 }
 
-// progress reports on a terminal how many of n items are done.
+// progress reports on a terminal how many of n items are done, and how
+// long the log has been waiting for a checkpoint to cover them.
 type progress struct {
 	n, done_ int
 	tty      bool
 }
 
 func newProgress(n int) *progress {
-	fi, err := os.Stderr.Stat()
-	return &progress{n: n, tty: err == nil && fi.Mode()&os.ModeCharDevice != 0 && n > 1}
+	return &progress{n: n, tty: stderrIsTerminal()}
+}
+
+// waiting shows, while a request for k entries is answered, how long it
+// has taken: with wait, the log answers once a published checkpoint covers
+// them, which takes up to a minute when its witnesses are slow or down.
+func (p *progress) waiting(wait bool, k int) *ticker {
+	if !wait {
+		return noTicker()
+	}
+	return startTicker(func(elapsed time.Duration) string {
+		prefix := ""
+		if p.n > 1 {
+			prefix = fmt.Sprintf("%d/%d sent; ", p.done_, p.n)
+		}
+		return fmt.Sprintf("%swaiting for a published checkpoint to cover %s (%s; the log waits up to a minute)", prefix, plural(k, "1 entry", fmt.Sprintf("%d entries", k)), elapsed)
+	})
 }
 
 func (p *progress) add(k int) {
 	p.done_ += k
-	if p.tty {
-		fmt.Fprintf(os.Stderr, "\r%d/%d", p.done_, p.n)
+	if p.tty && p.n > 1 {
+		fmt.Fprintf(os.Stderr, "\r\033[K%d/%d", p.done_, p.n)
 	}
 }
 
 func (p *progress) done() {
-	if p.tty {
+	if p.tty && p.n > 1 {
 		fmt.Fprint(os.Stderr, "\r\033[K")
 	}
 }

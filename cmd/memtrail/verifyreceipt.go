@@ -89,8 +89,8 @@ func verifyReceipt(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return synopsisError(receiptSynopsis)
+	if err := checkUsage(receiptSynopsis, fs, pos, []string{"FILE"}); err != nil {
+		return err
 	}
 	raw, err := readInput("receipt", pos[0])
 	if err != nil {
@@ -124,7 +124,7 @@ func verifyReceipt(args []string) error {
 	r, err := receipts.ParseReceipt(raw)
 	if err != nil {
 		rep.refuse(verifier.CheckStructure, err)
-		return finish(rep, stdout())
+		return finish(rep, fs)
 	}
 	rep.Kind, rep.ID = string(r.Kind()), r.ID()
 	switch r := r.(type) {
@@ -150,7 +150,7 @@ func verifyReceipt(args []string) error {
 		rep.Result = verifier.Valid
 		rep.Checks = append(rep.Checks, verifier.Check{Check: verifier.CheckSignature, Outcome: verifier.Passed, Detail: "signed by " + signedBy(r)})
 	}
-	return finish(rep, stdout())
+	return finish(rep, fs)
 }
 
 var errNoKeys = errors.New("no keys given")
