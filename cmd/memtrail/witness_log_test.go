@@ -37,7 +37,7 @@ func TestWitnessDownLogsOnce(t *testing.T) {
 	waitFor(t, 5*time.Second, "memtrail_witness_up 0", func() bool { return l.metric(t, up) == 0 })
 	// About ten checkpoint intervals with the witness down.
 	time.Sleep(2 * time.Second)
-	if n := l.metric(t, fmt.Sprintf("memtrail_witness_requests_total{witness=%q,code=%q}", wName, "error")); n < 5 {
+	if n := l.metric(t, fmt.Sprintf("memtrail_witness_requests_total{code=%q,witness=%q}", "error", wName)); n < 5 {
 		t.Fatalf("%v failed witness requests in 2s, want at least 5", n)
 	}
 	logs := l.stderr.tail(1 << 20)
