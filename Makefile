@@ -9,8 +9,10 @@ FUZZTIME ?= 30s
 
 all: build
 
+# -buildvcs=auto stamps the git revision into the binary ("memtrail
+# version") even where GOFLAGS turns it off; a git worktree has none to give.
 build:
-	$(GO) build -o $(BIN) ./cmd/memtrail
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/memtrail
 
 # run starts the log on its embedded defaults: data in ./memtrail-data,
 # listening on 127.0.0.1:8080, keys generated on first run.

@@ -17,6 +17,7 @@
 //	GET  /v1/compactions/{id}                lineage state, ECCR, proof
 //	GET  /v1/compactions/{id}/sources/{item}/proof
 //	GET  /v1/items/{digest}                  compactions including it, tombstone, state
+//	GET  /v1/obligations[?limit=N]           open erasure obligations
 //	GET  /v1/manifests/{root}                the manifest (immutable)
 //	GET  /v1/checkpoints/{size}              a checkpoint the log published
 //	GET  /v1/proof/{index}[?size=N]          tlog-proof of an entry
@@ -41,6 +42,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/memtrail/memtrail/internal/metricshttp"
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
 )
@@ -74,6 +76,9 @@ type Config struct {
 	AnswerTimeout time.Duration
 	// Logger receives request errors (default slog.Default()).
 	Logger *slog.Logger
+	// Version is the version memtrail_build_info reports at /metrics
+	// (default: the main module's version, or "(devel)").
+	Version string
 }
 
 // Server serves one log.
@@ -86,6 +91,7 @@ type Server struct {
 	cpu      chan struct{} // a lane per core for parsing the others
 	// bodyBytes is the body budget in use (see Config.MaxBodyBytes).
 	bodyBytes atomic.Int64
+	metrics   http.Handler
 }
 
 // New returns a Server for l.
@@ -112,7 +118,8 @@ func New(l *mlog.Log, cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	return &Server{log: l, cfg: cfg, logger: cfg.Logger, inflight: make(chan struct{}, cfg.MaxInFlight),
-		large: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)), cpu: make(chan struct{}, runtime.GOMAXPROCS(0))}
+		large: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)), cpu: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		metrics: metricshttp.Handler(cfg.Version, l.Metrics)}
 }
 
 // Handler returns the HTTP handler of every endpoint.
@@ -159,12 +166,13 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/v1/tombstones", s.serveEntry(receipts.KindTombstone))
 	r.Get("/v1/tombstones/{id}", s.serveEntry(receipts.KindTombstone))
 	r.Get("/v1/items/{digest}", s.serveItem)
+	r.Get("/v1/obligations", s.serveObligations)
 	r.Get("/v1/manifests/{root}", s.serveManifest)
 	r.Get("/v1/checkpoints/{size}", s.serveCheckpointAt)
 	r.Get("/v1/proof/{index}", s.serveProof)
 	r.Get("/v1/consistency", s.serveConsistency)
 
 	r.Get("/healthz", s.serveHealth)
-	r.Get("/metrics", s.serveMetrics)
+	r.Get("/metrics", s.metrics.ServeHTTP)
 	return r
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/memtrail/memtrail/internal/gen"
+	"github.com/memtrail/memtrail/internal/promtest"
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
@@ -148,6 +149,8 @@ func TestSubmitStatuses(t *testing.T) {
 		{"wrong kind for endpoint", "/v1/projections", "application/json", ts2.Canonical(), 400, "record_invalid"},
 		{"bare ECCR", "/v1/compactions", "application/json", []byte(`{"eccr_version":"1.0"}`), 400, "record_invalid"},
 		{"content type", "/v1/projections", "text/plain", p, 415, "unsupported_media_type"},
+		{"no content type", "/v1/projections", "", p, 415, "unsupported_media_type"},
+		{"batch without content type", "/v1/batch", "", append(p, '\n'), 415, "unsupported_media_type"},
 		{"too large", "/v1/tombstones", "application/json", bytes.Repeat([]byte(" "), receipts.MaxTombstoneSize+1), 413, "too_large"},
 		{"bad wait", "/v1/projections?wait=forever", "application/json", p, 400, "bad_request"},
 	}
@@ -600,5 +603,112 @@ func TestWaitProofWithoutQuorum(t *testing.T) {
 	code, _, body = plain.do("POST", "/v1/projections?wait=proof", "application/json", plain.projection("urn:p:plain"))
 	if code != 201 || !bytes.Contains(body, []byte(`"proof":`)) || bytes.Contains(body, []byte("proof_without_quorum")) {
 		t.Errorf("?wait=proof of an unwitnessed log = %d %s", code, body)
+	}
+}
+
+// TestItemAnswer pins the bytes of GET /v1/items/{digest}: every member is
+// present, lists are [] rather than null, and a missing tombstone is null.
+func TestItemAnswer(t *testing.T) {
+	ts := newTestServer(t)
+	item := receipts.Digest([]byte("never logged"))
+	code, _, body := ts.do("GET", "/v1/items/"+item, "", nil)
+	want := `{"item":"` + item + `","state":"unknown","compactions":[],"output_of":[],"tombstone":null,"open_obligations":[]}`
+	if code != 200 || strings.TrimSpace(string(body)) != want {
+		t.Errorf("GET /v1/items/%s = %d %s, want 200 %s", item, code, body, want)
+	}
+}
+
+// TestMetricsPromtool checks the whole of /metrics with promtool: the log's
+// metrics after submissions and refusals, Tessera's, the process's and
+// memtrail_build_info.
+func TestMetricsPromtool(t *testing.T) {
+	ts := newTestServerWith(t, 100*time.Millisecond, Config{Version: "v1.2.3-test"})
+	for i := range 3 {
+		if code, _, body := ts.do("POST", "/v1/projections?wait=proof", "application/json", ts.projection(fmt.Sprint("urn:p:m", i))); code != 201 {
+			t.Fatalf("submit: %d %s", code, body)
+		}
+	}
+	ts.do("POST", "/v1/projections", "application/json", ts.projection("urn:p:m0")) // a replay
+	ts.do("POST", "/v1/projections", "application/json", []byte("{"))
+	code, hdr, body := ts.do("GET", "/metrics", "", nil)
+	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain; version=0.0.4") {
+		t.Fatalf("GET /metrics = %d %q", code, hdr.Get("Content-Type"))
+	}
+	for _, want := range []string{
+		`memtrail_submissions_accepted_total{kind="projection"} 3`,
+		`memtrail_submissions_refused_total{code="projection_replay",kind="projection"} 1`,
+		`memtrail_ingest_seconds_count 3`,
+		`memtrail_tree_size 3`,
+		`memtrail_storage_writable 1`,
+		`memtrail_build_info{goversion="` + runtime.Version() + `",revision="`,
+		`version="v1.2.3-test"} 1`,
+		"# TYPE tessera_appender_add_calls_total counter",
+		"# TYPE go_goroutines gauge",
+		"# TYPE process_open_fds gauge",
+	} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", body)
+	}
+	promtest.Check(t, body)
+}
+
+// TestErasureLookups: the lookups show a compaction whose every item was
+// purged as awaiting_erasure, and once its output is tombstoned as erased,
+// from the compaction, its items and its output digest.
+func TestErasureLookups(t *testing.T) {
+	ts := newTestServer(t)
+	items := gen.Items("erase-api", 2)
+	c, mf, _ := ts.s.Compaction("urn:c:e", items, "", nil, nil)
+	t0, _ := ts.s.Tombstone("urn:t:e0", items[0].ItemDigest, time.Now())
+	t1, _ := ts.s.Tombstone("urn:t:e1", items[1].ItemDigest, time.Now())
+	out, _ := ts.s.Tombstone("urn:t:eo", c.CompactedOutputHash, time.Now())
+	get := func(path string, v any) {
+		t.Helper()
+		code, _, body := ts.do("GET", path, "", nil)
+		if code != 200 {
+			t.Fatalf("GET %s = %d %s", path, code, body)
+		}
+		if err := json.Unmarshal(body, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, results, body := ts.batch(gen.CompactionSubmission(c, mf), t0.Canonical(), t1.Canonical())
+	if code != 200 || len(results) != 3 || results[2].Status != 201 {
+		t.Fatalf("batch: %d %s", code, body)
+	}
+	var cs CompactionState
+	get("/v1/compactions/urn:c:e", &cs)
+	if cs.State != "awaiting_erasure" || cs.OutputHash != c.CompactedOutputHash || cs.ErasedBy != "" {
+		t.Errorf("fully purged compaction = %+v", cs)
+	}
+	var is ItemState
+	get("/v1/items/"+c.CompactedOutputHash, &is)
+	if is.State != "retained" || len(is.OutputOf) != 1 || is.OutputOf[0].ID != "urn:c:e" || is.Tombstone != nil {
+		t.Errorf("output before its erasure = %+v", is)
+	}
+	get("/v1/items/"+items[0].ItemDigest, &is)
+	if is.State != "awaiting_recompaction" || len(is.Obligations) != 1 || is.Obligations[0].State != "awaiting_erasure" {
+		t.Errorf("purged item of an unerased compaction = %+v", is)
+	}
+
+	code, results, body = ts.batch(out.Canonical())
+	if code != 200 || len(results) != 1 || results[0].Status != 201 {
+		t.Fatalf("output tombstone: %d %s", code, body)
+	}
+	get("/v1/compactions/urn:c:e", &cs)
+	if cs.State != "erased" || cs.ErasedBy != "urn:t:eo" || cs.ErasedAt != results[0].Accepted.Index {
+		t.Errorf("erased compaction = %+v", cs)
+	}
+	get("/v1/items/"+items[1].ItemDigest, &is)
+	if is.State != "purged" || len(is.Obligations) != 0 || is.Compactions[0].ErasedBy != "urn:t:eo" {
+		t.Errorf("purged item of an erased compaction = %+v", is)
+	}
+	get("/v1/items/"+c.CompactedOutputHash, &is)
+	if is.State != "purged" || is.Tombstone == nil || is.Tombstone.ID != "urn:t:eo" || len(is.OutputOf) != 1 || is.OutputOf[0].State != "erased" {
+		t.Errorf("erased output = %+v", is)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
-	"github.com/memtrail/memtrail/verifier"
 )
 
 // LogInfo is the body of GET /v1/log.
@@ -75,25 +74,11 @@ type Entry struct {
 }
 
 func (s *Server) entry(ctx context.Context, kind receipts.Kind, id string) (*Entry, error) {
-	idx, err := s.log.LookupID(ctx, kind, id)
+	v, err := s.log.Entry(ctx, kind, id)
 	if err != nil {
 		return nil, err
 	}
-	leaf, err := s.log.ReadLeaf(ctx, idx)
-	if err != nil {
-		return nil, err
-	}
-	lh := verifier.LeafHash(leaf)
-	e := &Entry{Index: idx, LeafHash: base64.StdEncoding.EncodeToString(lh), Kind: string(kind), ID: id, Receipt: leaf}
-	proof, err := s.log.LatestInclusionProof(ctx, idx)
-	switch {
-	case err == nil:
-		e.Proof = string(proof)
-	case errors.Is(err, mlog.ErrNotPublished):
-	default:
-		return nil, err
-	}
-	return e, nil
+	return &Entry{Index: v.Index, LeafHash: base64.StdEncoding.EncodeToString(v.LeafHash[:]), Kind: string(v.Kind), ID: v.ID, Receipt: v.Leaf, Proof: string(v.Proof)}, nil
 }
 
 // serveEntry answers GET /v1/projections/{id} and /v1/tombstones/{id} (and
@@ -115,13 +100,20 @@ func (s *Server) serveEntry(kind receipts.Kind) http.HandlerFunc {
 // CompactionState is the body of GET /v1/compactions/{id}.
 type CompactionState struct {
 	Entry
-	State        string `json:"state"` // current, awaiting_recompaction or superseded
+	// State is current, awaiting_recompaction, awaiting_erasure (every
+	// item purged: only a tombstone of the output discharges it),
+	// superseded or erased (its output was tombstoned).
+	State        string `json:"state"`
 	ManifestRoot string `json:"manifest_root"`
 	ItemCount    int    `json:"item_count"`
 	Supersedes   string `json:"supersedes,omitempty"`
 	SupersededBy string `json:"superseded_by,omitempty"`
 	SupersededAt uint64 `json:"superseded_at,omitempty"`
 	PurgedItems  int    `json:"purged_items"`
+	OutputHash   string `json:"compacted_output_hash"`
+	// ErasedBy and ErasedAt name the tombstone of the compacted output.
+	ErasedBy string `json:"erased_by,omitempty"`
+	ErasedAt uint64 `json:"erased_at,omitempty"`
 }
 
 func (s *Server) serveCompaction(w http.ResponseWriter, r *http.Request) {
@@ -143,28 +135,39 @@ func (s *Server) serveCompaction(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, CompactionState{
 		Entry: *e, State: info.State(), ManifestRoot: info.ManifestRoot, ItemCount: info.ItemCount,
 		Supersedes: info.Supersedes, SupersededBy: info.SupersededBy, SupersededAt: info.SupersededAt, PurgedItems: info.PurgedItems,
+		OutputHash: info.OutputHash, ErasedBy: info.ErasedBy, ErasedAt: info.ErasedAt,
 	})
 }
 
 // ItemState is the body of GET /v1/items/{digest}.
 type ItemState struct {
 	Item string `json:"item"`
-	// State: "unknown" (in no compaction and not tombstoned), "retained"
-	// (not tombstoned), "purged" (tombstoned and every compaction that
-	// included it superseded), or "awaiting_recompaction" (tombstoned, and
-	// some compaction that includes it is not yet superseded).
+	// State: "unknown" (in no compaction, the output of none, and not
+	// tombstoned), "retained" (not tombstoned), "purged" (tombstoned and
+	// every compaction that included it superseded or erased), or
+	// "awaiting_recompaction" (tombstoned, and some compaction that
+	// includes it is neither: its state, in open_obligations, says whether
+	// a superseding compaction can still discharge it).
 	State       string           `json:"state"`
 	Compactions []ItemCompaction `json:"compactions"`
+	// OutputOf lists the compactions whose compacted_output_hash is this
+	// digest: a tombstone of it erases their output and discharges them.
+	OutputOf    []ItemCompaction `json:"output_of"`
 	Tombstone   *ItemTombstone   `json:"tombstone"`
 	Obligations []ItemCompaction `json:"open_obligations"`
 }
 
-// ItemCompaction names a compaction that includes an item.
+// ItemCompaction names a compaction that includes or produced an item.
 type ItemCompaction struct {
 	ID           string `json:"id"`
 	Index        uint64 `json:"index"`
 	State        string `json:"state"`
 	SupersededBy string `json:"superseded_by,omitempty"`
+	ErasedBy     string `json:"erased_by,omitempty"`
+}
+
+func itemCompaction(c *mlog.CompactionInfo) ItemCompaction {
+	return ItemCompaction{ID: c.ID, Index: c.Index, State: c.State(), SupersededBy: c.SupersededBy, ErasedBy: c.ErasedBy}
 }
 
 // ItemTombstone is an item's tombstone.
@@ -183,39 +186,74 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ctx := r.Context()
-	cs, err := s.log.CompactionsIncluding(ctx, item)
+	v, err := s.log.Item(r.Context(), item)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	st := ItemState{Item: item, Compactions: []ItemCompaction{}, Obligations: []ItemCompaction{}}
-	for _, c := range cs {
-		st.Compactions = append(st.Compactions, ItemCompaction{ID: c.ID, Index: c.Index, State: c.State(), SupersededBy: c.SupersededBy})
+	st := ItemState{Item: item, State: v.State, Compactions: itemCompactions(v.Compactions), OutputOf: itemCompactions(v.OutputOf), Obligations: itemCompactions(v.Obligations)}
+	if t := v.Tombstone; t != nil {
+		st.Tombstone = &ItemTombstone{ID: t.ID, Index: t.Index, PurgedAt: t.PurgedAt}
 	}
-	ts, err := s.log.Tombstone(ctx, item)
-	switch {
-	case err == nil:
-		st.Tombstone = &ItemTombstone{ID: ts.ID, Index: ts.Index, PurgedAt: ts.PurgedAt}
-	case !errors.Is(err, mlog.ErrNotFound):
+	writeJSON(w, http.StatusOK, st)
+}
+
+func itemCompactions(cs []*mlog.CompactionInfo) []ItemCompaction {
+	out := make([]ItemCompaction, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, itemCompaction(c))
+	}
+	return out
+}
+
+// Obligations is the body of GET /v1/obligations: the open erasure
+// obligations, in log order of their compactions (then of their
+// tombstones), at most the limit asked for; Count is how many there are in
+// all, and Truncated says the list stops short of it.
+type Obligations struct {
+	Obligations []Obligation `json:"obligations"`
+	Count       int          `json:"count"`
+	Truncated   bool         `json:"truncated"`
+}
+
+// Obligation is one open obligation: a tombstoned item that a compaction
+// not yet superseded includes (the members of the open_obligations of a
+// "memtrail verify log" report, whose age is judged there).
+type Obligation struct {
+	Item            string `json:"item"`
+	TombstoneID     string `json:"tombstone_id"`
+	TombstoneIndex  uint64 `json:"tombstone_index"`
+	PurgedAt        int64  `json:"purged_at"`
+	CompactionID    string `json:"compaction_id"`
+	CompactionIndex uint64 `json:"compaction_index"`
+}
+
+// Limits of GET /v1/obligations?limit=N.
+const (
+	defaultObligations = 1000
+	maxObligations     = 10000
+)
+
+func (s *Server) serveObligations(w http.ResponseWriter, r *http.Request) {
+	limit := defaultObligations
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxObligations {
+			s.writeError(w, r, badRequest(fmt.Sprintf("limit must be a decimal integer from 1 to %d", maxObligations)))
+			return
+		}
+		limit = n
+	}
+	obs, total, err := s.log.OpenObligations(r.Context(), limit)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	switch {
-	case st.Tombstone == nil && len(cs) == 0:
-		st.State = "unknown"
-	case st.Tombstone == nil:
-		st.State = "retained"
-	default:
-		st.State = "purged"
-		for _, c := range st.Compactions {
-			if c.State != "superseded" {
-				st.State = "awaiting_recompaction"
-				st.Obligations = append(st.Obligations, c)
-			}
-		}
+	out := Obligations{Obligations: make([]Obligation, len(obs)), Count: total, Truncated: total > len(obs)}
+	for i, o := range obs {
+		out.Obligations[i] = Obligation(o)
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request) {
@@ -400,9 +438,4 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write([]byte("ok\n"))
-}
-
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	s.log.Metrics.WriteMetrics(w, s.log.Metrics.TreeSize(), s.log.Metrics.CheckpointAge())
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
 )
 
@@ -139,13 +141,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	return b, release, nil
 }
 
-// checkContentType accepts the given media types (and a missing header,
-// for curl-style clients).
+// checkContentType accepts the given media types, with charset utf-8 or
+// none. A body without a Content-Type is refused like one of another type:
+// what is not declared JSON is not read as JSON.
 func checkContentType(r *http.Request, want ...string) error {
 	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err == nil {
 		for _, w := range want {
@@ -158,7 +158,11 @@ func checkContentType(r *http.Request, want ...string) error {
 	if len(want) > 1 {
 		detail = "Content-Type must be one of " + strings.Join(want, ", ")
 	}
-	return &httpError{status: http.StatusUnsupportedMediaType, code: codeUnsupportedMedia, detail: detail + " (charset utf-8 or none), not " + ct}
+	got := "not " + ct
+	if ct == "" {
+		got = "and the request has none"
+	}
+	return &httpError{status: http.StatusUnsupportedMediaType, code: codeUnsupportedMedia, detail: detail + " (charset utf-8 or none), " + got}
 }
 
 func waitProof(r *http.Request) (bool, error) {
@@ -174,33 +178,83 @@ func waitProof(r *http.Request) (bool, error) {
 
 func (s *Server) submitHandler(kind receipts.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := checkContentType(r, "application/json"); err != nil {
+		who := submitted{kind: kind}
+		refuse := func(err error) {
+			s.logRefusal(r, who, 0, err)
 			s.writeError(w, r, err)
+		}
+		if err := checkContentType(r, "application/json"); err != nil {
+			refuse(err)
 			return
 		}
 		wait, err := waitProof(r)
 		if err != nil {
-			s.writeError(w, r, err)
+			refuse(err)
 			return
 		}
 		body, release, err := s.readBody(w, r, maxBody(kind))
 		defer release()
 		if err != nil {
 			s.log.Metrics.Refused(kind, receipts.ErrorCode(err))
-			s.writeError(w, r, err)
+			refuse(err)
 			return
 		}
 		if err := s.acquire(r.Context()); err != nil {
-			s.writeError(w, r, err)
+			refuse(err)
 			return
 		}
-		acc, err := s.submitOrdered(r.Context(), body, kind, wait, nil, nil, sync.OnceFunc(s.release))
+		acc, err := s.submitOrdered(r.Context(), body, kind, wait, nil, nil, sync.OnceFunc(s.release), &who)
 		if err != nil {
-			s.writeError(w, r, err)
+			refuse(err)
 			return
 		}
 		writeJSON(w, http.StatusCreated, acc)
 	}
+}
+
+// submitted is what a refusal line says of the submission refused: its
+// kind and id, once they are known.
+type submitted struct {
+	kind receipts.Kind
+	id   string
+}
+
+// logRefusal logs one line for a refused submission (line > 0: of a
+// batch): its status, code, kind and id when known, and the client's
+// address. A 503 (overload, storage that cannot be written, an unknown
+// outcome) is logged at debug level: the log says once, at the change,
+// why it answers so, and an overloaded log must not also flood its log.
+func (s *Server) logRefusal(r *http.Request, who submitted, line int, err error) {
+	st, ref := status(err)
+	level := slog.LevelInfo
+	if st == http.StatusServiceUnavailable {
+		level = slog.LevelDebug
+	}
+	ctx := r.Context()
+	if !s.logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = append(attrs, slog.Int("status", st), slog.String("code", ref.Code))
+	if who.kind != "" {
+		attrs = append(attrs, slog.String("kind", string(who.kind)))
+	}
+	if who.id != "" {
+		attrs = append(attrs, slog.String("id", who.id))
+	}
+	if line > 0 {
+		attrs = append(attrs, slog.Int("line", line))
+	}
+	attrs = append(attrs, slog.String("remote", r.RemoteAddr))
+	if ref.Member != "" {
+		attrs = append(attrs, slog.String("member", ref.Member))
+	}
+	detail := ref.Detail
+	if len(detail) > 300 {
+		detail = detail[:300] + "…"
+	}
+	attrs = append(attrs, slog.String("detail", detail))
+	s.logger.LogAttrs(ctx, level, "refused", attrs...)
 }
 
 // submitOrdered parses, verifies and logs one submission, with the
@@ -208,16 +262,18 @@ func (s *Server) submitHandler(kind receipts.Kind) http.HandlerFunc {
 // kind, if not empty, is the kind the endpoint accepts. release gives back
 // the in-flight slot: it is called once the log has answered, before any
 // wait for a checkpoint, which holds no parsed receipt.
-func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.Kind, wait bool, after <-chan struct{}, decided chan struct{}, release func()) (*Accepted, error) {
+// who is filled in with the submission's kind and id once it is parsed.
+func (s *Server) submitOrdered(ctx context.Context, body []byte, kind receipts.Kind, wait bool, after <-chan struct{}, decided chan struct{}, release func(), who *submitted) (*Accepted, error) {
 	defer release()
 	sub, err := s.parse(ctx, body)
 	if err != nil {
-		forward(after, decided)
+		mlog.PassOrder(after, decided)
 		s.log.Metrics.Refused(kind, receipts.ErrorCode(err))
 		return nil, err
 	}
+	who.kind, who.id = sub.Receipt.Kind(), sub.Receipt.ID()
 	if kind != "" && sub.Receipt.Kind() != kind {
-		forward(after, decided)
+		mlog.PassOrder(after, decided)
 		err := &receipts.Error{Code: receipts.CodeRecordInvalid, Reason: "this endpoint takes a " + string(kind) + ", not a " + string(sub.Receipt.Kind())}
 		s.log.Metrics.Refused(kind, err.Code)
 		return nil, err
@@ -330,21 +386,6 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, q...)
 }
 
-// forward closes decided once after is closed, without blocking.
-func forward(after <-chan struct{}, decided chan struct{}) {
-	if decided == nil {
-		return
-	}
-	if after == nil {
-		close(decided)
-		return
-	}
-	go func() {
-		<-after
-		close(decided)
-	}()
-}
-
 // BatchResult is one line of a /v1/batch answer: the line number (from 1)
 // and either the accepted entry or the refusal.
 type BatchResult struct {
@@ -360,17 +401,20 @@ type BatchResult struct {
 // is read; each line carries its own status.
 func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 	if err := checkContentType(r, "application/x-ndjson", "application/jsonl", "application/json"); err != nil {
+		s.logRefusal(r, submitted{}, 0, err)
 		s.writeError(w, r, err)
 		return
 	}
 	wait, err := waitProof(r)
 	if err != nil {
+		s.logRefusal(r, submitted{}, 0, err)
 		s.writeError(w, r, err)
 		return
 	}
 	body, release, err := s.readBody(w, r, s.cfg.MaxBatchBytes)
 	defer release()
 	if err != nil {
+		s.logRefusal(r, submitted{}, 0, err)
 		s.writeError(w, r, err)
 		return
 	}
@@ -381,7 +425,9 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 		n-- // nothing after the last newline
 	}
 	if n > s.cfg.MaxBatchLines {
-		s.writeError(w, r, &receipts.Error{Code: receipts.CodeTooLarge, Reason: "batch has " + strconv.Itoa(n) + " lines; at most " + strconv.Itoa(s.cfg.MaxBatchLines) + " are accepted"})
+		err := &receipts.Error{Code: receipts.CodeTooLarge, Reason: "batch has " + strconv.Itoa(n) + " lines; at most " + strconv.Itoa(s.cfg.MaxBatchLines) + " are accepted"}
+		s.logRefusal(r, submitted{}, 0, err)
+		s.writeError(w, r, err)
 		return
 	}
 	lines := bytes.Split(body, []byte("\n"))
@@ -426,17 +472,19 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 				res := BatchResult{Line: i + 1}
 				line = bytes.TrimSpace(line)
 				if len(line) == 0 {
-					forward(after, decided)
+					mlog.PassOrder(after, decided)
 					res.Status = http.StatusNoContent
 					results[i] <- res
 					return
 				}
-				acc, err := s.submitOrdered(ctx, line, "", wait, after, decided, release)
+				var who submitted
+				acc, err := s.submitOrdered(ctx, line, "", wait, after, decided, release, &who)
 				if err != nil {
 					st, ref := status(err)
 					if st == http.StatusInternalServerError {
 						s.logger.Error("batch line failed", "line", i+1, "error", err)
 					}
+					s.logRefusal(r, who, i+1, err)
 					res.Status, res.Refusal = st, &ref
 				} else {
 					res.Status, res.Accepted = http.StatusCreated, acc

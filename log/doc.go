@@ -43,4 +43,15 @@
 // never lets an id be logged twice (every logged id is in the index before
 // the next write is accepted), and leaves an index that agrees with the log.
 // Manifests are stored, synced, before their compaction is appended.
+//
+// # Views
+//
+// What the log answers about its entries it computes itself, so that its
+// HTTP interface only encodes it: [Log.Entry] (an entry by id, with its leaf
+// hash and tlog-proof), [Log.Compaction] and [Log.Item] (an item's erasure
+// lineage and state). Its counters are a Prometheus collector, [Metrics].
+// The package reads the formats it shares with the verifier and the witness
+// (leaf hashes, checkpoint text, tlog-proofs) from internal/tlogfmt and
+// imports nothing of the verifier, which stays an independent reading of
+// what the log serves.
 package log

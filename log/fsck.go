@@ -26,7 +26,9 @@ type Problem struct {
 	// Kind is one of: tree_state_unreadable, entry_bundle_unreadable,
 	// entry_not_a_receipt, entries_do_not_match_tree (the entries do not
 	// hash to the tree root: the log content is damaged and fsck cannot
-	// repair it), checkpoint_invalid, checkpoint_mismatch, tile_mismatch,
+	// repair it), entry_mismatch (an entry does not hash to the leaf hash
+	// its tile holds, while the entries do not hash to the tree root: that
+	// entry bundle is the damaged file), checkpoint_invalid, checkpoint_mismatch, tile_mismatch,
 	// tile_missing, duplicate_id, manifest_missing, manifest_corrupt,
 	// manifest_unreferenced, index_damaged, index_missing, index_ahead, index_behind,
 	// index_mismatch.
@@ -263,9 +265,13 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 			entriesOK = false
 			rep.add(Problem{Kind: "entries_do_not_match_tree", Detail: fmt.Sprintf("the first %d entries hash to %x, the signed checkpoint says %x", cp.Size, cpRoot, cp.Hash)})
 		}
-		tc.flushAll()
 		ac.beyond(size)
 	}
+	// Tiles the walk has not compared yet (those at the right edge), now,
+	// so that damaged entries there are located too. A tile the walk did
+	// not fill (it stopped at an unreadable bundle) is not compared.
+	tc.flushAll()
+	tc.explain(entriesOK)
 
 	// Tiles: rewrite from the entries only when the entries are right.
 	if opts.Repair && entriesOK {
@@ -346,6 +352,13 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 						p.Detail += "; rebuild failed: " + err.Error()
 					}
 				}
+			}
+		}
+	}
+	if opts.Repair && !entriesOK {
+		for i := range rep.Problems {
+			if p := &rep.Problems[i]; p.Repairable && !p.Repaired {
+				p.Detail += "; not repaired: fsck repairs nothing from entries that do not hash to the tree root"
 			}
 		}
 	}
@@ -435,8 +448,10 @@ type tileBuf struct {
 }
 
 type tileFix struct {
-	path string
-	data []byte
+	path         string
+	data         []byte // the tile recomputed from the entries
+	got          []byte // the tile on disk (nil when missing)
+	level, index uint64
 }
 
 func (tc *tileCheck) visit(id compact.NodeID, hash []byte) {
@@ -492,15 +507,79 @@ func (tc *tileCheck) flush(b *tileBuf) {
 	default:
 		return
 	}
-	detail := fmt.Sprintf("tile %s does not match the entries (%d bytes, want %d)", layout.TilePath(b.level, b.index, partial), len(got), len(want))
-	if kind == "tile_missing" {
-		detail = "tile " + layout.TilePath(b.level, b.index, partial) + " is missing"
+	name := layout.TilePath(b.level, b.index, partial)
+	var detail string
+	switch {
+	case kind == "tile_missing":
+		detail = "tile " + name + " is missing"
+	case len(got) != len(want):
+		detail = fmt.Sprintf("tile %s is %d bytes, but the entries make a tile of %d", name, len(got), len(want))
+	default:
+		i := firstDifferentHash(got, want)
+		detail = fmt.Sprintf("tile %s differs from the tile the entries make at hash %d (%s): it holds %x, the entries give %x",
+			name, i, tc.nodeName(b.level, b.index, i), got[i*sha256.Size:(i+1)*sha256.Size], want[i*sha256.Size:(i+1)*sha256.Size])
 	}
 	if tc.fix == nil {
 		tc.fix = map[int]*tileFix{}
 	}
-	tc.fix[len(tc.rep.Problems)] = &tileFix{path: path, data: append([]byte(nil), want...)}
-	tc.rep.add(Problem{Kind: kind, Detail: detail + "; it can be rewritten from the entries", Repairable: true})
+	tc.fix[len(tc.rep.Problems)] = &tileFix{path: path, data: append([]byte(nil), want...), got: got, level: b.level, index: b.index}
+	tc.rep.add(Problem{Kind: kind, Detail: detail, Repairable: true})
+}
+
+// nodeName says what hash i of a tile is.
+func (tc *tileCheck) nodeName(level, index uint64, i int) string {
+	if level == 0 {
+		return fmt.Sprintf("the leaf hash of entry %d", index*layout.TileWidth+uint64(i))
+	}
+	return fmt.Sprintf("node %d of tree level %d", index*layout.TileWidth+uint64(i), level*layout.TileHeight)
+}
+
+func firstDifferentHash(got, want []byte) int {
+	for i := 0; (i+1)*sha256.Size <= len(want); i++ {
+		if !bytes.Equal(got[i*sha256.Size:(i+1)*sha256.Size], want[i*sha256.Size:(i+1)*sha256.Size]) {
+			return i
+		}
+	}
+	return 0
+}
+
+// explain finishes the tile problems once it is known whether the entries
+// hash to the tree root. When they do, a tile that disagrees with them is
+// damaged and can be rewritten from them. When they do not, the entries
+// are what is damaged: the tiles hold what the log committed to, so none is
+// rewritten, and each level-0 tile that disagrees names the entry, and the
+// entry bundle, that no longer hashes to its leaf hash.
+func (tc *tileCheck) explain(entriesOK bool) {
+	n := len(tc.rep.Problems)
+	for i := 0; i < n; i++ {
+		f := tc.fix[i]
+		if f == nil {
+			continue
+		}
+		p := &tc.rep.Problems[i]
+		if entriesOK {
+			p.Detail += "; it can be rewritten from the entries"
+			continue
+		}
+		p.Repairable = false
+		p.Detail += "; not rewritten: the entries do not hash to the tree root, so they, not the tile, are damaged"
+		if f.level != 0 || len(f.got) != len(f.data) {
+			continue
+		}
+		for j := 0; (j+1)*sha256.Size <= len(f.data); j++ {
+			if bytes.Equal(f.got[j*sha256.Size:(j+1)*sha256.Size], f.data[j*sha256.Size:(j+1)*sha256.Size]) {
+				continue
+			}
+			idx := f.index*layout.TileWidth + uint64(j)
+			bundle := idx / layout.EntryBundleWidth
+			file := filepath.Join(tilesDir, filepath.FromSlash(layout.EntriesPath(bundle, layout.PartialTileSize(0, bundle, tc.size))))
+			tc.rep.add(Problem{Kind: "entry_mismatch", Index: &idx, Detail: fmt.Sprintf(
+				"entry %d, in entry bundle %d (file %s), hashes to %x, but tile %s holds %x, the leaf hash the log committed to: that entry bundle is damaged. "+
+					"The entries are the log's content and cannot be re-derived from anything else in the directory: restore that file from a backup, or from a mirror of the log "+
+					"(tiles are public, and a mirror serves them byte for byte), then run fsck again",
+				idx, bundle, file, f.data[j*sha256.Size:(j+1)*sha256.Size], layout.TilePath(0, f.index, layout.PartialTileSize(0, f.index, tc.size)), f.got[j*sha256.Size:(j+1)*sha256.Size])})
+		}
+	}
 }
 
 // archiveCheck compares the archived checkpoints with the tree fsck

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -190,5 +191,47 @@ func TestFsckDamageItCannotRepair(t *testing.T) {
 	r = fsck(t, tl, true)
 	if kinds(r)["entries_do_not_match_tree"] == 0 || r.OK() {
 		t.Fatalf("problems = %+v", r.Problems)
+	}
+}
+
+// TestFsckLocatesDamagedEntry: one byte flipped in an entry bundle is
+// named — the entry, its bundle and file — and the tiles, which hold what
+// the log committed to, are not offered for rewriting.
+func TestFsckLocatesDamagedEntry(t *testing.T) {
+	for _, size := range []uint64{600, 10} { // a full bundle, and the partial one at the edge
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			tl := fsckLog(t, int(size))
+			size, _, err := readTreeState(filepath.Join(tl.dir, tilesDir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := filepath.FromSlash(layout.EntriesPath(0, layout.PartialTileSize(0, 0, size)))
+			bundle := filepath.Join(tl.dir, tilesDir, rel)
+			b, err := os.ReadFile(bundle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[100] ^= 1 // inside entry 0
+			os.WriteFile(bundle, b, 0o644)
+			for _, repair := range []bool{false, true} {
+				r := fsck(t, tl, repair)
+				var found *Problem
+				for i, p := range r.Problems {
+					if p.Kind == "entry_mismatch" {
+						found = &r.Problems[i]
+					}
+					if (p.Kind == "tile_mismatch" || p.Kind == "tile_missing") && (p.Repairable || p.Repaired) {
+						t.Errorf("repair %v: %s offered for repair although the entries are damaged: %s", repair, p.Kind, p.Detail)
+					}
+				}
+				if found == nil || found.Index == nil || *found.Index != 0 || found.Repairable ||
+					!strings.Contains(found.Detail, "entry bundle 0 (file "+filepath.Join(tilesDir, rel)+")") || !strings.Contains(found.Detail, "restore that file") {
+					t.Errorf("repair %v: entry_mismatch = %+v; problems %+v", repair, found, r.Problems)
+				}
+				if r.OK() {
+					t.Errorf("repair %v: fsck is OK with a damaged entry", repair)
+				}
+			}
+		})
 	}
 }

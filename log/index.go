@@ -20,6 +20,7 @@ type Entry struct {
 	ManifestRoot string   // source_items_merkle_root
 	Items        []string // item digests, manifest order
 	Supersedes   string   // compaction_event_id it replaces, or ""
+	Output       string   // compacted_output_hash
 
 	// Tombstones.
 	Item     string // the purged item digest
@@ -37,14 +38,30 @@ type CompactionInfo struct {
 	SupersededAt  uint64 // index of the superseding compaction
 	PurgedItems   int    // items of this compaction that have been tombstoned
 	PurgedSinceAt uint64 // index of the earliest such tombstone (0 if none)
+	OutputHash    string // compacted_output_hash
+	ErasedBy      string // id of the tombstone of OutputHash, "" while the output stands
+	ErasedAt      uint64 // index of that tombstone
 }
 
-// State returns "superseded", "awaiting_recompaction" (an item was purged
-// and no compaction has replaced this one yet) or "current".
+// State returns the compaction's place in its lineage:
+//
+//   - "superseded": a later compaction replaced it;
+//   - "erased": its compacted output was tombstoned, which discharges it
+//     whatever was purged;
+//   - "awaiting_erasure": every item was purged, so no compaction can
+//     supersede it (a manifest holds at least one item) and only a
+//     tombstone of its output discharges it;
+//   - "awaiting_recompaction": some item was purged, and it awaits a
+//     compaction that supersedes it (or a tombstone of its output);
+//   - "current" otherwise.
 func (c *CompactionInfo) State() string {
 	switch {
 	case c.SupersededBy != "":
 		return "superseded"
+	case c.ErasedBy != "":
+		return "erased"
+	case c.PurgedItems > 0 && c.PurgedItems >= c.ItemCount:
+		return "awaiting_erasure"
 	case c.PurgedItems > 0:
 		return "awaiting_recompaction"
 	}
@@ -57,6 +74,18 @@ type TombstoneInfo struct {
 	Index    uint64
 	Item     string
 	PurgedAt int64
+}
+
+// Obligation is an open erasure obligation: Item was tombstoned (by the
+// tombstone at TombstoneIndex), and the compaction at CompactionIndex, which
+// includes it, is not yet superseded.
+type Obligation struct {
+	Item            string
+	TombstoneID     string
+	TombstoneIndex  uint64
+	PurgedAt        int64
+	CompactionID    string
+	CompactionIndex uint64
 }
 
 // ErrNotFound is returned by index lookups that find nothing.
@@ -89,7 +118,8 @@ var ErrIndexAhead = errors.New("index is ahead of the log")
 // Apply does not judge the lineage rules; the log does that before writing.
 // It records facts: a compaction with Supersedes marks the superseded
 // compaction (if indexed) as superseded by it; a tombstone marks its item
-// purged.
+// purged, and erases the output of every compaction whose Output it names
+// (ErasedBy, whichever of the two was applied first).
 type Index interface {
 	Watermark(ctx context.Context) (uint64, error)
 	Apply(ctx context.Context, first uint64, entries []Entry) error
@@ -100,6 +130,9 @@ type Index interface {
 	// CompactionsIncluding returns the compactions whose manifests include
 	// item, in log order.
 	CompactionsIncluding(ctx context.Context, item string) ([]*CompactionInfo, error)
+	// CompactionsProducing returns the compactions whose
+	// compacted_output_hash is output, in log order.
+	CompactionsProducing(ctx context.Context, output string) ([]*CompactionInfo, error)
 	// Tombstone returns the tombstone of item.
 	Tombstone(ctx context.Context, item string) (*TombstoneInfo, error)
 	// TombstonesOf returns the tombstones of those of items that have one,
@@ -107,6 +140,11 @@ type Index interface {
 	TombstonesOf(ctx context.Context, items []string) (map[string]*TombstoneInfo, error)
 	// Counts returns the number of entries of each kind.
 	Counts(ctx context.Context) (map[receipts.Kind]uint64, error)
+	// OpenObligations returns the open erasure obligations (every
+	// tombstoned item of every compaction not superseded), ordered by
+	// compaction index then tombstone index, at most limit of them, and
+	// how many there are in all.
+	OpenObligations(ctx context.Context, limit int) ([]Obligation, int, error)
 
 	Reset(ctx context.Context) error
 	Close() error

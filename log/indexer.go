@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
@@ -302,7 +303,7 @@ func (l *Log) entryFromLeaf(ctx context.Context, idx uint64, leaf []byte) (Entry
 	if err != nil {
 		return Entry{}, fmt.Errorf("entry %d is not a receipt: %w", idx, err)
 	}
-	e := Entry{Index: idx, Kind: r.Kind(), ID: r.ID(), LeafHash: leafHash(leaf)}
+	e := Entry{Index: idx, Kind: r.Kind(), ID: r.ID(), LeafHash: tlogfmt.LeafHash(leaf)}
 	switch rr := r.(type) {
 	case *receipts.Compaction:
 		raw, err := l.manifests.Get(ctx, rr.SourceItemsMerkleRoot)
@@ -316,6 +317,7 @@ func (l *Log) entryFromLeaf(ctx context.Context, idx uint64, leaf []byte) (Entry
 		e.ManifestRoot = rr.SourceItemsMerkleRoot
 		e.Items = manifestItems(mf)
 		e.Supersedes = rr.Supersedes
+		e.Output = rr.CompactedOutputHash
 	case *receipts.Tombstone:
 		e.Item = rr.ItemDigest
 		e.PurgedAt = rr.PurgedAt

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/memtrail/memtrail/receipts"
-	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera"
 )
 
@@ -118,12 +117,14 @@ func (o *order) close() {
 func (o *order) forward() {
 	if o.decided != nil && !o.closed {
 		o.closed = true
-		forwardOrder(o.after, o.decided)
+		PassOrder(o.after, o.decided)
 	}
 }
 
-// forwardOrder closes decided once after is closed, without blocking.
-func forwardOrder(after <-chan struct{}, decided chan struct{}) {
+// PassOrder passes the order of [Log.SubmitOrdered] on for a submission that
+// is not submitted (one that does not parse, say): it closes decided (if not
+// nil) once after is closed, without blocking.
+func PassOrder(after <-chan struct{}, decided chan struct{}) {
 	if decided == nil {
 		return
 	}
@@ -244,7 +245,7 @@ func (l *Log) verify(sub *receipts.Submission, t *receipts.Trust) error {
 		if sub.Manifest == nil {
 			return refusal(receipts.CodeManifestInvalid, "manifest", "a compaction is logged only with its source manifest")
 		}
-		if err := r.VerifySignature(t.Compactors, now); err != nil {
+		if err := t.VerifyCompaction(r, now); err != nil {
 			return err
 		}
 		if _, err := receipts.ParseBloomFilter(r.TombstoneBloomFilterB64); err != nil {
@@ -252,7 +253,7 @@ func (l *Log) verify(sub *receipts.Submission, t *receipts.Trust) error {
 		}
 		return sub.Manifest.CheckAgainst(r, t.Lattice)
 	case *receipts.Tombstone:
-		if err := r.VerifySignature(t.Issuers, now); err != nil {
+		if err := t.VerifyTombstone(r, now); err != nil {
 			return err
 		}
 		if r.PurgedTime().After(now.Add(f.MaxClockSkew)) {
@@ -264,8 +265,9 @@ func (l *Log) verify(sub *receipts.Submission, t *receipts.Trust) error {
 }
 
 // checkProjectionFreshness applies the freshness policy at ingest: the
-// trust evaluation and the record must be recent, and neither from the
-// future beyond the allowed clock skew.
+// trust evaluation and the record must be recent, neither from the future
+// beyond the allowed clock skew, and the trust evaluation no longer before
+// created_at than the trust age allowed.
 func checkProjectionFreshness(r *receipts.ProjectionRecord, now time.Time, f receipts.Freshness) error {
 	te := r.SelectionContext.TrustEvaluatedAt
 	switch {
@@ -275,6 +277,10 @@ func checkProjectionFreshness(r *receipts.ProjectionRecord, now time.Time, f rec
 		return refusal(receipts.CodeRecordFromFuture, "created_at", "is later than now plus the allowed clock skew (%s)", f.MaxClockSkew)
 	case now.Sub(te) > f.MaxTrustAge:
 		return refusal(receipts.CodeTrustSnapshotStale, "selection_context.trust_evaluated_at", "trust was evaluated %s ago; at most %s is allowed", now.Sub(te).Round(time.Second), f.MaxTrustAge)
+	case r.CreatedAt.Sub(te) > f.MaxTrustAge:
+		// Draft -01 section 4.1 bounds the interval between the trust
+		// evaluation and created_at too, whatever the time of ingest.
+		return refusal(receipts.CodeTrustSnapshotStale, "selection_context.trust_evaluated_at", "trust was evaluated %s before created_at; at most %s is allowed", r.CreatedAt.Sub(te), f.MaxTrustAge)
 	case now.Sub(r.CreatedAt) > f.MaxProjectionAge:
 		return refusal(receipts.CodeRecordStale, "created_at", "record is %s old; at most %s is allowed", now.Sub(r.CreatedAt).Round(time.Second), f.MaxProjectionAge)
 	}
@@ -297,6 +303,7 @@ func (l *Log) append(ctx context.Context, sub *receipts.Submission, o *order, ve
 		e.ManifestRoot = rr.SourceItemsMerkleRoot
 		e.Items = manifestItems(sub.Manifest)
 		e.Supersedes = rr.Supersedes
+		e.Output = rr.CompactedOutputHash
 		var err error
 		pe, future, err = l.appendLineage(ctx, e, entry, o, func() error {
 			if err := l.stillTrusted(rr, verifiedWith); err != nil {
@@ -380,9 +387,9 @@ func (l *Log) stillTrusted(r receipts.Receipt, verifiedWith *receipts.Trust) err
 	}
 	switch rr := r.(type) {
 	case *receipts.Compaction:
-		return rr.VerifySignature(t.Compactors, l.cfg.Now())
+		return t.VerifyCompaction(rr, l.cfg.Now())
 	case *receipts.Tombstone:
-		return rr.VerifySignature(t.Issuers, l.cfg.Now())
+		return t.VerifyTombstone(rr, l.cfg.Now())
 	}
 	return nil
 }
@@ -418,12 +425,6 @@ func (l *Log) appendLineage(ctx context.Context, e Entry, entry *tessera.Entry, 
 		o.close()
 		return pe, future, nil
 	}
-}
-
-func leafHash(leaf []byte) [32]byte {
-	var h [32]byte
-	copy(h[:], rfc6962.DefaultHasher.HashLeaf(leaf))
-	return h
 }
 
 func isPushback(err error) bool { return errors.Is(err, tessera.ErrPushback) }

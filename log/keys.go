@@ -3,7 +3,9 @@ package log
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -46,4 +48,48 @@ func VerifierKey(skey string) (string, error) {
 		return "", fmt.Errorf("log: %w", err)
 	}
 	return vkey, nil
+}
+
+// GenerateLogKeyFor returns a new log key pair whose origin is derived from
+// host and from the key itself, so that no two logs share an origin:
+//
+//	<host>/memtrail/<first 16 hex digits of SHA-256(public key)>
+//
+// host is lowercased and kept to letters, digits, '.', '-' and '_' (other
+// bytes are dropped); an empty result is "localhost". A witness knows a log
+// by its origin, so two logs with one default origin would look to it like
+// one log signing with a wrong key.
+func GenerateLogKeyFor(host string) (skey, vkey, origin string, err error) {
+	seed := make([]byte, ed25519.SeedSize)
+	if _, err := rand.Read(seed); err != nil {
+		return "", "", "", fmt.Errorf("log: couldn't generate key: %w", err)
+	}
+	pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+	sum := sha256.Sum256(pub)
+	origin = defaultHost(host) + "/memtrail/" + hex.EncodeToString(sum[:8])
+	vkey, err = note.NewEd25519VerifierKey(origin, pub)
+	if err != nil {
+		return "", "", "", fmt.Errorf("log: %w", err)
+	}
+	// vkey is origin+hash+base64(0x01 || pub); the private key carries
+	// the same name and hash.
+	hash := strings.SplitN(vkey[len(origin)+1:], "+", 2)[0]
+	skey = "PRIVATE+KEY+" + origin + "+" + hash + "+" + base64.StdEncoding.EncodeToString(append([]byte{1}, seed...))
+	if _, err := note.NewSigner(skey); err != nil {
+		return "", "", "", fmt.Errorf("log: generated key does not parse: %w", err)
+	}
+	return skey, vkey, origin, nil
+}
+
+func defaultHost(host string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(host) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
+			b.WriteRune(c)
+		}
+	}
+	if b.Len() == 0 {
+		return "localhost"
+	}
+	return b.String()
 }

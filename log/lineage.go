@@ -19,11 +19,12 @@ type lineage struct {
 	supersededBy map[string]*pendingEntry // superseded compaction id → its superseder
 	tombstones   map[string]*pendingEntry // by purged item digest
 
-	// unsequenced maps an item digest to the pending compactions that
-	// include it and have no index yet. Tessera may sequence two batches
-	// in either order, so a tombstone is not enqueued until every
-	// compaction accepted before it that holds its item has an index:
-	// otherwise that compaction could land after the purge.
+	// unsequenced maps a digest to the pending compactions that include
+	// it as an item, or produce it as their output, and have no index yet.
+	// Tessera may sequence two batches in either order, so a tombstone is
+	// not enqueued until every compaction accepted before it that holds or
+	// produced its digest has an index: otherwise that compaction could
+	// land after the purge.
 	unsequenced map[string][]*pendingEntry
 }
 
@@ -51,7 +52,7 @@ func (g *lineage) add(p *pendingEntry) {
 		if p.entry.Supersedes != "" {
 			g.supersededBy[p.entry.Supersedes] = p
 		}
-		for _, it := range p.entry.Items {
+		for _, it := range lineageDigests(&p.entry) {
 			g.unsequenced[it] = append(g.unsequenced[it], p)
 		}
 	case receipts.KindTombstone:
@@ -78,7 +79,7 @@ func (g *lineage) unlinkItems(p *pendingEntry) {
 	if p.entry.Kind != receipts.KindCompaction {
 		return
 	}
-	for _, it := range p.entry.Items {
+	for _, it := range lineageDigests(&p.entry) {
 		ps := g.unsequenced[it]
 		for i, q := range ps {
 			if q == p {
@@ -92,6 +93,15 @@ func (g *lineage) unlinkItems(p *pendingEntry) {
 			g.unsequenced[it] = ps
 		}
 	}
+}
+
+// lineageDigests returns the digests a compaction's lineage depends on: its
+// items, then its output.
+func lineageDigests(e *Entry) []string {
+	if e.Output == "" {
+		return e.Items
+	}
+	return append(e.Items[:len(e.Items):len(e.Items)], e.Output)
 }
 
 // remove drops p from the maps where it is still registered (g.mu held).
@@ -157,6 +167,13 @@ func (l *Log) decideCompaction(ctx context.Context, c *receipts.Compaction, mf *
 			return refusal(receipts.CodeItemPurged, "manifest", "item %s was tombstoned at index %d", it, t.Index)
 		}
 	}
+	// Nor may its output have been erased: producing it again would bring
+	// back what the tombstone erased.
+	if t, err := l.tombstoneOf(ctx, c.CompactedOutputHash); err != nil {
+		return err
+	} else if t != nil {
+		return refusal(receipts.CodeItemPurged, "compacted_output_hash", "output %s was tombstoned (erased) by %s at index %d", c.CompactedOutputHash, t.ID, t.Index)
+	}
 	if c.Supersedes == "" {
 		return nil
 	}
@@ -173,11 +190,12 @@ func (l *Log) decideSupersession(ctx context.Context, c *receipts.Compaction, it
 		return refusal(receipts.CodeSupersessionInvalid, "supersedes", "compaction %s was already superseded by %s at index %d", target, p.entry.ID, p.entry.Index)
 	}
 	var oldItems []string
+	var oldOutput string
 	if p, ok := g.compactions[target]; ok {
 		if err := p.settled(); err != nil {
 			return err
 		}
-		oldItems = p.entry.Items
+		oldItems, oldOutput = p.entry.Items, p.entry.Output
 	} else {
 		info, err := l.index.Compaction(ctx, target)
 		if errors.Is(err, ErrNotFound) {
@@ -197,7 +215,15 @@ func (l *Log) decideSupersession(ctx context.Context, c *receipts.Compaction, it
 		if err != nil {
 			return fmt.Errorf("stored manifest of compaction %s: %w", target, err)
 		}
-		oldItems = manifestItems(old)
+		oldItems, oldOutput = manifestItems(old), info.OutputHash
+	}
+	// A compaction whose output was erased is discharged: nothing is left
+	// to supersede (a compaction of its remaining items needs no
+	// supersedes).
+	if t, err := l.tombstoneOf(ctx, oldOutput); err != nil {
+		return err
+	} else if t != nil {
+		return refusal(receipts.CodeSupersessionInvalid, "supersedes", "compaction %s was discharged when its output %s was tombstoned by %s at index %d", target, oldOutput, t.ID, t.Index)
 	}
 	// The items purged since the old compaction: every tombstoned item of
 	// it (none can predate it, as it was refused otherwise).
@@ -222,6 +248,9 @@ func (l *Log) decideSupersession(ctx context.Context, c *receipts.Compaction, it
 		if !purged[it] {
 			want = append(want, it)
 		}
+	}
+	if len(want) == 0 {
+		return refusal(receipts.CodeSupersessionInvalid, "supersedes", "every item of compaction %s (%d items) has been purged, so no compaction can supersede it; a tombstone of its output %s discharges it", target, len(oldItems), oldOutput)
 	}
 	if !equalStrings(want, items) {
 		return refusal(receipts.CodeSupersessionInvalid, "manifest", "must be the manifest of %s (%d items) minus the %d items purged since, in order (%d items); got %d items%s",
@@ -260,6 +289,25 @@ func (l *Log) decideTombstone(ctx context.Context, t *receipts.Tombstone) error 
 		return err
 	}
 	return nil
+}
+
+// tombstoneOf returns the tombstone of digest d, pending or indexed, or nil
+// when there is none (g.mu held).
+func (l *Log) tombstoneOf(ctx context.Context, d string) (*TombstoneInfo, error) {
+	if d == "" {
+		return nil, nil
+	}
+	if p, ok := l.lineage.tombstones[d]; ok {
+		if err := p.settled(); err != nil {
+			return nil, err
+		}
+		return &TombstoneInfo{ID: p.entry.ID, Index: p.entry.Index, Item: d, PurgedAt: p.entry.PurgedAt}, nil
+	}
+	t, err := l.index.Tombstone(ctx, d)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return t, err
 }
 
 func manifestItems(mf *receipts.Manifest) []string {

@@ -252,7 +252,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 
 	pcfg := posix.Config{Path: filepath.Join(cfg.Dir, tilesDir)}
 	if cfg.Witnesses != nil {
-		pcfg.HTTPClient = newWitnessClient(cfg.Witnesses, l.Metrics)
+		pcfg.HTTPClient = newWitnessClient(cfg.Witnesses, l.Metrics, l.logger)
 	}
 	driver, err := posix.New(ctx, pcfg)
 	if err != nil {

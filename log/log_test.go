@@ -2,15 +2,18 @@ package log
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/memtrail/memtrail/internal/gen"
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/transparency-dev/tessera"
@@ -244,7 +247,7 @@ func TestVerificationRefusals(t *testing.T) {
 	tl.SetTrust(&tr)
 	tl.wantRefused(tl.projection("urn:p:after-revocation"), receipts.CodeAdapterKeyRevoked)
 	leaf, err := tl.ReadLeaf(context.Background(), acc.Index)
-	if err != nil || leafHash(leaf) != acc.LeafHash {
+	if err != nil || tlogfmt.LeafHash(leaf) != acc.LeafHash {
 		t.Errorf("entry logged before revocation changed: %v", err)
 	}
 	if size, _ := tl.IntegratedSize(context.Background()); size != 1 {
@@ -732,4 +735,137 @@ func TestRevocationReachesWaitingLineage(t *testing.T) {
 	// refusal released their ids.
 	tl.mustSubmit(tomb)
 	tl.mustSubmit(comp)
+}
+
+// TestOutputErasure: a tombstone of a compaction's compacted output erases
+// its summary and discharges it, whatever was purged; it is the only
+// discharge of a compaction whose every item was purged.
+func TestOutputErasure(t *testing.T) {
+	tl := newTestLog(t)
+	ctx := context.Background()
+	items := gen.Items("erase", 5)
+	output := func(id string) string { return receipts.Digest([]byte("summary of " + id)) }
+
+	// Every item of urn:c:all purged: it cannot be superseded.
+	tl.mustSubmit(tl.compaction("urn:c:all", items[:2], "", nil))
+	tl.mustSubmit(tl.tombstone("urn:t:a0", items[0].ItemDigest))
+	last := tl.mustSubmit(tl.tombstone("urn:t:a1", items[1].ItemDigest))
+	tl.waitIndexed(last.Index + 1)
+	if c, err := tl.Compaction(ctx, "urn:c:all"); err != nil || c.State() != "awaiting_erasure" || c.OutputHash != output("urn:c:all") {
+		t.Fatalf("fully purged compaction = %+v, %v; want awaiting_erasure", c, err)
+	}
+	err := tl.wantRefused(tl.compaction("urn:c:none-left", items[2:3], "urn:c:all", []string{items[0].ItemDigest, items[1].ItemDigest}), receipts.CodeSupersessionInvalid)
+	if !strings.Contains(err.Error(), "every item of compaction urn:c:all") || !strings.Contains(err.Error(), output("urn:c:all")) {
+		t.Errorf("refusal of a superseder of a fully purged compaction = %v; want it to name the output to tombstone", err)
+	}
+	erase := tl.mustSubmit(tl.tombstone("urn:t:out-all", output("urn:c:all")))
+	check := func(when string) {
+		t.Helper()
+		c, err := tl.Compaction(ctx, "urn:c:all")
+		if err != nil || c.State() != "erased" || c.ErasedBy != "urn:t:out-all" || c.ErasedAt != erase.Index {
+			t.Errorf("%s: erased compaction = %+v, %v", when, c, err)
+		}
+		cs, err := tl.CompactionsProducing(ctx, output("urn:c:all"))
+		if err != nil || len(cs) != 1 || cs[0].ID != "urn:c:all" || cs[0].ErasedBy != "urn:t:out-all" {
+			t.Errorf("%s: CompactionsProducing = %+v, %v", when, cs, err)
+		}
+	}
+	check("at once")
+	tl.waitIndexed(erase.Index + 1)
+	check("indexed")
+
+	// The erased output may not be produced again, nor included.
+	again, mf, err := tl.s.Compaction("urn:c:same-output", items[2:4], "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.CompactedOutputHash = output("urn:c:all")
+	if again, err = receipts.SignCompaction(again, tl.s.Compactor); err != nil {
+		t.Fatal(err)
+	}
+	err = tl.wantRefused(&receipts.Submission{Receipt: again, Manifest: mf}, receipts.CodeItemPurged)
+	if !strings.Contains(err.Error(), "compacted_output_hash") {
+		t.Errorf("refusal of an erased output = %v; want it to name compacted_output_hash", err)
+	}
+	tl.wantRefused(tl.compaction("urn:c:of-summary", []receipts.ManifestItem{{ItemDigest: output("urn:c:all"), Sensitivity: "INTERNAL"}}, "", nil), receipts.CodeItemPurged)
+
+	// A partly purged compaction may be erased too; it is then discharged
+	// and can no longer be superseded, and its remaining items compact
+	// afresh.
+	tl.mustSubmit(tl.compaction("urn:c:part", items[2:5], "", nil))
+	tl.mustSubmit(tl.tombstone("urn:t:p2", items[2].ItemDigest))
+	if c, _ := tl.Compaction(ctx, "urn:c:part"); c.State() != "awaiting_recompaction" {
+		t.Errorf("partly purged compaction is %s, want awaiting_recompaction", c.State())
+	}
+	tl.mustSubmit(tl.tombstone("urn:t:out-part", output("urn:c:part")))
+	if c, _ := tl.Compaction(ctx, "urn:c:part"); c.State() != "erased" {
+		t.Errorf("erased partly purged compaction is %s, want erased", c.State())
+	}
+	err = tl.wantRefused(tl.compaction("urn:c:part2", items[3:5], "urn:c:part", []string{items[2].ItemDigest}), receipts.CodeSupersessionInvalid)
+	if !strings.Contains(err.Error(), "discharged") {
+		t.Errorf("refusal of a superseder of an erased compaction = %v", err)
+	}
+	tl.mustSubmit(tl.compaction("urn:c:part2", items[3:5], "", nil))
+
+	// The lineage survives a restart and an index rebuilt from the log.
+	tl2 := tl.reopen()
+	if c, err := tl2.Compaction(ctx, "urn:c:all"); err != nil || c.State() != "erased" {
+		t.Errorf("after reopen: %+v, %v", c, err)
+	}
+	tl2.wantRefused(tl2.compaction("urn:c:part3", items[3:5], "urn:c:part", []string{items[2].ItemDigest}), receipts.CodeSupersessionInvalid)
+}
+
+// TestTombstoneOfOutputWaitsForUnsequencedCompaction: a tombstone of an
+// output waits, like one of an item, for the compaction accepted before it
+// that produced it to be sequenced.
+func TestTombstoneOfOutputWaitsForUnsequencedCompaction(t *testing.T) {
+	tl := newTestLog(t)
+	sub := tl.compaction("urn:c:pending", gen.Items("order", 2), "", nil)
+	out := sub.Receipt.(*receipts.Compaction).CompactedOutputHash
+	pe := &pendingEntry{entry: Entry{Kind: receipts.KindCompaction, ID: "urn:c:pending", Items: manifestItems(sub.Manifest), Output: out}, done: make(chan struct{})}
+	ts := tl.tombstone("urn:t:1", out).Receipt.(*receipts.Tombstone)
+	g := &tl.lineage
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.add(pe)
+	var w errWait
+	if err := tl.decideTombstone(context.Background(), ts); !errors.As(err, &w) || w.ch != pe.done {
+		t.Fatalf("decideTombstone of the output of an unsequenced compaction = %v, want a wait on it", err)
+	}
+	g.sequenced(pe, 7)
+	if len(g.unsequenced) != 0 {
+		t.Errorf("unsequenced map keeps %d digests after sequencing", len(g.unsequenced))
+	}
+}
+
+// TestIndexWithoutOutputsIsRebuilt: an index written before compactions
+// recorded their output rebuilds its lineage tables from the log.
+func TestIndexWithoutOutputsIsRebuilt(t *testing.T) {
+	tl := newTestLog(t)
+	items := gen.Items("old", 2)
+	c := tl.compaction("urn:c:old", items, "", nil)
+	tl.mustSubmit(c)
+	last := tl.mustSubmit(tl.tombstone("urn:t:old", c.Receipt.(*receipts.Compaction).CompactedOutputHash))
+	tl.waitIndexed(last.Index + 1)
+	if err := tl.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(tl.dir, "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"DROP INDEX compactions_by_output", "ALTER TABLE compactions DROP COLUMN output"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	tl2 := openTestLog(t, tl.dir, tl.skey, tl.s)
+	defer tl2.Close(context.Background())
+	tl2.waitIndexed(last.Index + 1)
+	got, err := tl2.Index().Compaction(context.Background(), "urn:c:old")
+	if err != nil || got.State() != "erased" || got.ErasedBy != "urn:t:old" {
+		t.Errorf("compaction after the upgrade = %+v, %v; want erased by urn:t:old", got, err)
+	}
+	tl2.wantRefused(tl2.compaction("urn:c:old", items, "", nil), receipts.CodeCompactionReplay)
 }

@@ -2,18 +2,16 @@ package log
 
 import (
 	"errors"
-	"fmt"
-	"io"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/memtrail/memtrail/receipts"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the log's counters, written in the Prometheus text format by
-// WriteTo.
+// Metrics are the log's counters. It is a prometheus.Collector: register it
+// to serve them (the API's /metrics does).
 type Metrics struct {
 	mu       sync.Mutex
 	accepted map[receipts.Kind]uint64
@@ -44,8 +42,20 @@ type Metrics struct {
 	witnessing    bool
 	withoutQuorum atomic.Uint64
 	witnessed     atomic.Int64 // 1 if the latest published checkpoint met the quorum, 0 if not, -1 before the first
-	witnessMu     sync.Mutex
-	witnessReqs   map[[2]string]uint64 // witness, code
+	// quorumLost is set once a checkpoint was published without the
+	// quorum and said so, until one is published with it again.
+	quorumLost  atomic.Bool
+	witnessMu   sync.Mutex
+	witnessReqs map[[2]string]uint64 // witness, code
+	witnessUps  map[string]bool      // witness → answered its last request as the protocol says
+}
+
+// witnessUp records whether witness answered its latest request as the
+// protocol says (memtrail_witness_up).
+func (m *Metrics) witnessUp(witness string, up bool) {
+	m.witnessMu.Lock()
+	m.witnessUps[witness] = up
+	m.witnessMu.Unlock()
 }
 
 // witnessRequest counts a request to a witness and its outcome: the HTTP
@@ -80,7 +90,7 @@ func (m *Metrics) CheckpointAge() time.Duration {
 func (m *Metrics) TreeSize() uint64 { return m.treeSize.Load() }
 
 func newMetrics() *Metrics {
-	m := &Metrics{accepted: map[receipts.Kind]uint64{}, refused: map[[2]string]uint64{}, latency: newHistogram(), witnessReqs: map[[2]string]uint64{}}
+	m := &Metrics{accepted: map[receipts.Kind]uint64{}, refused: map[[2]string]uint64{}, latency: newHistogram(), witnessReqs: map[[2]string]uint64{}, witnessUps: map[string]bool{}}
 	m.witnessed.Store(-1)
 	m.storageWritable.Store(1)
 	return m
@@ -140,71 +150,93 @@ func (h *histogram) observe(v float64) {
 	h.n++
 }
 
-// WriteMetrics writes the metrics; checkpointAge is the age of the latest
-// published checkpoint (negative if unknown).
-func (m *Metrics) WriteMetrics(w io.Writer, treeSize uint64, checkpointAge time.Duration) {
+// The descriptions of the log's metrics.
+var (
+	descAccepted        = prometheus.NewDesc("memtrail_submissions_accepted_total", "Receipts logged, by kind.", []string{"kind"}, nil)
+	descRefused         = prometheus.NewDesc("memtrail_submissions_refused_total", "Submissions refused, by kind and code.", []string{"kind", "code"}, nil)
+	descIngest          = prometheus.NewDesc("memtrail_ingest_seconds", "Time from submission to sequenced, for accepted receipts.", nil, nil)
+	descTreeSize        = prometheus.NewDesc("memtrail_tree_size", "Entries integrated into the tree.", nil, nil)
+	descIndexed         = prometheus.NewDesc("memtrail_index_watermark", "Entries applied to the index.", nil, nil)
+	descCheckpointAge   = prometheus.NewDesc("memtrail_checkpoint_age_seconds", "Seconds since the published tree size last changed.", nil, nil)
+	descCheckpointSize  = prometheus.NewDesc("memtrail_checkpoint_size", "Tree size of the latest published checkpoint.", nil, nil)
+	descPublished       = prometheus.NewDesc("memtrail_checkpoints_published_total", "Checkpoints published (each distinct checkpoint file seen).", nil, nil)
+	descWithoutQuorum   = prometheus.NewDesc("memtrail_checkpoints_published_without_quorum_total", "Checkpoints published although the witness policy's quorum had not cosigned them (--witness-fail-open).", nil, nil)
+	descWitnessed       = prometheus.NewDesc("memtrail_checkpoint_witnessed", "Whether the latest published checkpoint carries the witness quorum (1) or not (0).", nil, nil)
+	descWitnessUp       = prometheus.NewDesc("memtrail_witness_up", "Whether the witness answered the log's latest add-checkpoint request as the protocol says (1: cosigned, or named its size) or not (0: no answer, an error status or an invalid cosignature); absent before the first request.", []string{"witness"}, nil)
+	descWitnessRequests = prometheus.NewDesc("memtrail_witness_requests_total", "add-checkpoint requests to witnesses, by witness key name and HTTP status (\"error\": no answer).", []string{"witness", "code"}, nil)
+	descOutcomeUnknown  = prometheus.NewDesc("memtrail_sequencing_outcome_unknown_total", "Sequencing failures that left it unknown whether the entry was logged; its id stays held until the index settles the question.", nil, nil)
+	descOutcomeSettled  = prometheus.NewDesc("memtrail_sequencing_outcome_settled_total", "Entries with an unknown sequencing outcome that the index has since found logged or not logged.", nil, nil)
+	descPushback        = prometheus.NewDesc("memtrail_pushback_total", "Submissions refused because the log was overloaded.", nil, nil)
+	descIndexErrors     = prometheus.NewDesc("memtrail_index_errors_total", "Failed index transactions (retried).", nil, nil)
+	descStorageWritable = prometheus.NewDesc("memtrail_storage_writable", "Whether the data directory takes writes (1) or submissions are refused because it does not (0).", nil, nil)
+)
+
+// Describe sends the descriptions of every metric Collect may send, for
+// prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descAccepted, descRefused, descIngest, descTreeSize, descIndexed, descCheckpointAge, descCheckpointSize,
+		descPublished, descWithoutQuorum, descWitnessed, descWitnessUp, descWitnessRequests, descOutcomeUnknown, descOutcomeSettled, descPushback,
+		descIndexErrors, descStorageWritable} {
+		ch <- d
+	}
+}
+
+// Collect sends the current value of every metric, for
+// prometheus.Collector: the checkpoint's age and size once a checkpoint was
+// seen, and the metrics of witnessing only under a witness policy.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	send := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		mt, err := prometheus.NewConstMetric(d, t, v, labels...)
+		if err != nil {
+			mt = prometheus.NewInvalidMetric(d, err)
+		}
+		ch <- mt
+	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	fmt.Fprintf(w, "# HELP memtrail_submissions_accepted_total Receipts logged, by kind.\n# TYPE memtrail_submissions_accepted_total counter\n")
-	kinds := []receipts.Kind{receipts.KindProjection, receipts.KindCompaction, receipts.KindTombstone}
-	for _, k := range kinds {
-		fmt.Fprintf(w, "memtrail_submissions_accepted_total{kind=%q} %d\n", k, m.accepted[k])
+	for _, k := range []receipts.Kind{receipts.KindProjection, receipts.KindCompaction, receipts.KindTombstone} {
+		send(descAccepted, prometheus.CounterValue, float64(m.accepted[k]), string(k))
 	}
-	fmt.Fprintf(w, "# HELP memtrail_submissions_refused_total Submissions refused, by kind and code.\n# TYPE memtrail_submissions_refused_total counter\n")
-	keys := make([][2]string, 0, len(m.refused))
-	for k := range m.refused {
-		keys = append(keys, k)
+	for k, n := range m.refused {
+		send(descRefused, prometheus.CounterValue, float64(n), k[0], k[1])
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i][0]+keys[i][1] < keys[j][0]+keys[j][1] })
-	for _, k := range keys {
-		fmt.Fprintf(w, "memtrail_submissions_refused_total{kind=%q,code=%q} %d\n", k[0], k[1], m.refused[k])
-	}
-	fmt.Fprintf(w, "# HELP memtrail_ingest_seconds Time from submission to sequenced, for accepted receipts.\n# TYPE memtrail_ingest_seconds histogram\n")
+	buckets := make(map[float64]uint64, len(m.latency.bounds))
 	for i, b := range m.latency.bounds {
-		fmt.Fprintf(w, "memtrail_ingest_seconds_bucket{le=\"%g\"} %d\n", b, m.latency.counts[i])
+		buckets[b] = m.latency.counts[i]
 	}
-	fmt.Fprintf(w, "memtrail_ingest_seconds_bucket{le=\"+Inf\"} %d\nmemtrail_ingest_seconds_sum %g\nmemtrail_ingest_seconds_count %d\n", m.latency.n, m.latency.sum, m.latency.n)
-	fmt.Fprintf(w, "# HELP memtrail_tree_size Entries integrated into the tree.\n# TYPE memtrail_tree_size gauge\nmemtrail_tree_size %d\n", treeSize)
-	fmt.Fprintf(w, "# HELP memtrail_index_watermark Entries applied to the index.\n# TYPE memtrail_index_watermark gauge\nmemtrail_index_watermark %d\n", m.indexed.Load())
-	if checkpointAge >= 0 {
-		fmt.Fprintf(w, "# HELP memtrail_checkpoint_age_seconds Seconds since the published tree size last changed.\n# TYPE memtrail_checkpoint_age_seconds gauge\nmemtrail_checkpoint_age_seconds %g\n", checkpointAge.Seconds())
+	ch <- prometheus.MustNewConstHistogram(descIngest, m.latency.n, m.latency.sum, buckets)
+	m.mu.Unlock()
+
+	send(descTreeSize, prometheus.GaugeValue, float64(m.treeSize.Load()))
+	send(descIndexed, prometheus.GaugeValue, float64(m.indexed.Load()))
+	if age := m.CheckpointAge(); age >= 0 {
+		send(descCheckpointAge, prometheus.GaugeValue, age.Seconds())
 		m.cpMu.Lock()
 		cpSize := m.cpSize
 		m.cpMu.Unlock()
-		fmt.Fprintf(w, "# HELP memtrail_checkpoint_size Tree size of the latest published checkpoint.\n# TYPE memtrail_checkpoint_size gauge\nmemtrail_checkpoint_size %d\n", cpSize)
+		send(descCheckpointSize, prometheus.GaugeValue, float64(cpSize))
 	}
-	fmt.Fprintf(w, "# HELP memtrail_checkpoints_published_total Checkpoints published (each distinct checkpoint file seen).\n# TYPE memtrail_checkpoints_published_total counter\nmemtrail_checkpoints_published_total %d\n", m.published.Load())
+	send(descPublished, prometheus.CounterValue, float64(m.published.Load()))
 	if m.witnessing {
-		m.writeWitnessMetrics(w)
-	}
-	fmt.Fprintf(w, "# HELP memtrail_sequencing_outcome_unknown_total Sequencing failures that left it unknown whether the entry was logged; its id stays held until the index settles the question.\n# TYPE memtrail_sequencing_outcome_unknown_total counter\nmemtrail_sequencing_outcome_unknown_total %d\n", m.outcomeUnknown.Load())
-	fmt.Fprintf(w, "# HELP memtrail_sequencing_outcome_settled_total Entries with an unknown sequencing outcome that the index has since found logged or not logged.\n# TYPE memtrail_sequencing_outcome_settled_total counter\nmemtrail_sequencing_outcome_settled_total %d\n", m.outcomeSettled.Load())
-	fmt.Fprintf(w, "# HELP memtrail_pushback_total Submissions refused because the log was overloaded.\n# TYPE memtrail_pushback_total counter\nmemtrail_pushback_total %d\n", m.pushback.Load())
-	fmt.Fprintf(w, "# HELP memtrail_index_errors_total Failed index transactions (retried).\n# TYPE memtrail_index_errors_total counter\nmemtrail_index_errors_total %d\n", m.indexErrors.Load())
-	fmt.Fprintf(w, "# HELP memtrail_storage_writable Whether the data directory takes writes (1) or submissions are refused because it does not (0).\n# TYPE memtrail_storage_writable gauge\nmemtrail_storage_writable %d\n", m.storageWritable.Load())
-}
-
-// writeWitnessMetrics writes the metrics of witnessing, present only when
-// the log has a witness policy.
-func (m *Metrics) writeWitnessMetrics(w io.Writer) {
-	fmt.Fprintf(w, "# HELP memtrail_checkpoints_published_without_quorum_total Checkpoints published although the witness policy's quorum had not cosigned them (--witness-fail-open).\n# TYPE memtrail_checkpoints_published_without_quorum_total counter\nmemtrail_checkpoints_published_without_quorum_total %d\n", m.withoutQuorum.Load())
-	if m.witnessed.Load() >= 0 {
-		fmt.Fprintf(w, "# HELP memtrail_checkpoint_witnessed Whether the latest published checkpoint carries the witness quorum (1) or not (0).\n# TYPE memtrail_checkpoint_witnessed gauge\nmemtrail_checkpoint_witnessed %d\n", m.witnessed.Load())
-	}
-	m.witnessMu.Lock()
-	defer m.witnessMu.Unlock()
-	fmt.Fprintf(w, "# HELP memtrail_witness_requests_total add-checkpoint requests to witnesses, by witness key name and HTTP status (\"error\": no answer).\n# TYPE memtrail_witness_requests_total counter\n")
-	keys := make([][2]string, 0, len(m.witnessReqs))
-	for k := range m.witnessReqs {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i][0] != keys[j][0] {
-			return keys[i][0] < keys[j][0]
+		send(descWithoutQuorum, prometheus.CounterValue, float64(m.withoutQuorum.Load()))
+		if w := m.witnessed.Load(); w >= 0 {
+			send(descWitnessed, prometheus.GaugeValue, float64(w))
 		}
-		return keys[i][1] < keys[j][1]
-	})
-	for _, k := range keys {
-		fmt.Fprintf(w, "memtrail_witness_requests_total{witness=%q,code=%q} %d\n", k[0], k[1], m.witnessReqs[k])
+		m.witnessMu.Lock()
+		for k, n := range m.witnessReqs {
+			send(descWitnessRequests, prometheus.CounterValue, float64(n), k[0], k[1])
+		}
+		for n, up := range m.witnessUps {
+			v := 0.0
+			if up {
+				v = 1
+			}
+			send(descWitnessUp, prometheus.GaugeValue, v, n)
+		}
+		m.witnessMu.Unlock()
 	}
+	send(descOutcomeUnknown, prometheus.CounterValue, float64(m.outcomeUnknown.Load()))
+	send(descOutcomeSettled, prometheus.CounterValue, float64(m.outcomeSettled.Load()))
+	send(descPushback, prometheus.CounterValue, float64(m.pushback.Load()))
+	send(descIndexErrors, prometheus.CounterValue, float64(m.indexErrors.Load()))
+	send(descStorageWritable, prometheus.GaugeValue, float64(m.storageWritable.Load()))
 }

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	"github.com/memtrail/memtrail/receipts"
-	"github.com/memtrail/memtrail/verifier"
 	fmtlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/api"
@@ -170,7 +170,7 @@ func (l *Log) InclusionProof(ctx context.Context, index uint64, cp []byte) ([]by
 	if err != nil {
 		return nil, fmt.Errorf("couldn't build inclusion proof: %w", err)
 	}
-	return verifier.FormatProof(index, path, cp), nil
+	return tlogfmt.FormatProof(index, path, cp), nil
 }
 
 // LatestInclusionProof returns the tlog-proof of index against the latest

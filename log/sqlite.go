@@ -40,7 +40,9 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT
 CREATE TABLE IF NOT EXISTS counts (kind TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS compactions (
 	id TEXT PRIMARY KEY, idx INTEGER NOT NULL, root TEXT NOT NULL, item_count INTEGER NOT NULL,
-	supersedes TEXT NOT NULL, superseded_by TEXT NOT NULL, superseded_at INTEGER NOT NULL) WITHOUT ROWID;
+	supersedes TEXT NOT NULL, superseded_by TEXT NOT NULL, superseded_at INTEGER NOT NULL,
+	output TEXT NOT NULL DEFAULT '') WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS compactions_by_output ON compactions (output);
 CREATE TABLE IF NOT EXISTS compaction_items (item TEXT NOT NULL, compaction TEXT NOT NULL, PRIMARY KEY (item, compaction)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS compaction_items_by_compaction ON compaction_items (compaction);
 CREATE TABLE IF NOT EXISTS tombstones (item TEXT PRIMARY KEY, id TEXT NOT NULL, idx INTEGER NOT NULL, purged_at INTEGER NOT NULL) WITHOUT ROWID;
@@ -55,6 +57,10 @@ func OpenSQLiteIndex(path string) (*SQLiteIndex, error) {
 	}
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(maxIdleConns)
+	if err := migrateSQLiteIndex(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("couldn't upgrade index schema in %s: %w", path, err)
+	}
 	if _, err := db.Exec(sqliteSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("couldn't create index schema in %s: %w", path, err)
@@ -80,6 +86,49 @@ func OpenSQLiteIndex(path string) (*SQLiteIndex, error) {
 	x := &SQLiteIndex{db: db, ids: ids, stop: make(chan struct{}), done: make(chan struct{})}
 	go x.syncLoop()
 	return x, nil
+}
+
+// migrateSQLiteIndex upgrades an index written before compactions had an
+// output column: it adds the column and forgets the lineage tables, so that
+// the log re-applies every entry to them from index 0 (the id table keeps
+// its own watermark and is not re-read). Nothing is lost: the lineage
+// tables are derived from the log.
+func migrateSQLiteIndex(db *sql.DB) error {
+	rows, err := db.Query("SELECT name FROM pragma_table_info('compactions')")
+	if err != nil {
+		return err
+	}
+	found, hasOutput := false, false
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		found = true
+		hasOutput = hasOutput || name == "output"
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if !found || hasOutput {
+		return nil // a new database, or an up-to-date one
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		"ALTER TABLE compactions ADD COLUMN output TEXT NOT NULL DEFAULT ''",
+		"DELETE FROM meta", "DELETE FROM counts", "DELETE FROM compactions", "DELETE FROM compaction_items", "DELETE FROM tombstones",
+	} {
+		if _, err := tx.Exec(q); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // dropReadOnly closes the idle connections after a write failed on a
@@ -200,8 +249,8 @@ func (x *SQLiteIndex) Apply(ctx context.Context, first uint64, entries []Entry) 
 		counts[e.Kind]++
 		switch e.Kind {
 		case receipts.KindCompaction:
-			if _, err := tx.ExecContext(ctx, "INSERT INTO compactions (id, idx, root, item_count, supersedes, superseded_by, superseded_at) VALUES (?, ?, ?, ?, ?, '', 0)",
-				e.ID, int64(e.Index), e.ManifestRoot, len(e.Items), e.Supersedes); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO compactions (id, idx, root, item_count, supersedes, superseded_by, superseded_at, output) VALUES (?, ?, ?, ?, ?, '', 0, ?)",
+				e.ID, int64(e.Index), e.ManifestRoot, len(e.Items), e.Supersedes, e.Output); err != nil {
 				return fmt.Errorf("couldn't index compaction %q: %w", e.ID, err)
 			}
 			for _, item := range e.Items {
@@ -255,15 +304,18 @@ func (x *SQLiteIndex) LookupID(ctx context.Context, kind receipts.Kind, id strin
 
 const compactionColumns = `c.id, c.idx, c.root, c.item_count, c.supersedes, c.superseded_by, c.superseded_at,
 	(SELECT count(*) FROM compaction_items ci JOIN tombstones t ON t.item = ci.item WHERE ci.compaction = c.id),
-	(SELECT coalesce(min(t.idx), 0) FROM compaction_items ci JOIN tombstones t ON t.item = ci.item WHERE ci.compaction = c.id)`
+	(SELECT coalesce(min(t.idx), 0) FROM compaction_items ci JOIN tombstones t ON t.item = ci.item WHERE ci.compaction = c.id),
+	c.output, coalesce((SELECT t.id FROM tombstones t WHERE t.item = c.output), ''),
+	coalesce((SELECT t.idx FROM tombstones t WHERE t.item = c.output), 0)`
 
 func scanCompaction(row interface{ Scan(...any) error }) (*CompactionInfo, error) {
 	c := &CompactionInfo{}
-	var idx, supAt, since int64
-	if err := row.Scan(&c.ID, &idx, &c.ManifestRoot, &c.ItemCount, &c.Supersedes, &c.SupersededBy, &supAt, &c.PurgedItems, &since); err != nil {
+	var idx, supAt, since, erasedAt int64
+	if err := row.Scan(&c.ID, &idx, &c.ManifestRoot, &c.ItemCount, &c.Supersedes, &c.SupersededBy, &supAt, &c.PurgedItems, &since,
+		&c.OutputHash, &c.ErasedBy, &erasedAt); err != nil {
 		return nil, err
 	}
-	c.Index, c.SupersededAt, c.PurgedSinceAt = uint64(idx), uint64(supAt), uint64(since)
+	c.Index, c.SupersededAt, c.PurgedSinceAt, c.ErasedAt = uint64(idx), uint64(supAt), uint64(since), uint64(erasedAt)
 	return c, nil
 }
 
@@ -294,6 +346,26 @@ func (x *SQLiteIndex) CompactionsIncluding(ctx context.Context, item string) ([]
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("couldn't read compactions of item %s: %w", item, err)
+	}
+	return out, nil
+}
+
+func (x *SQLiteIndex) CompactionsProducing(ctx context.Context, output string) ([]*CompactionInfo, error) {
+	rows, err := x.db.QueryContext(ctx, "SELECT "+compactionColumns+" FROM compactions c WHERE c.output = ? ORDER BY c.idx", output)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't look up compactions producing %s: %w", output, err)
+	}
+	defer rows.Close()
+	var out []*CompactionInfo
+	for rows.Next() {
+		c, err := scanCompaction(rows)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't read compactions producing %s: %w", output, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("couldn't read compactions producing %s: %w", output, err)
 	}
 	return out, nil
 }
@@ -349,6 +421,36 @@ func (x *SQLiteIndex) TombstonesOf(ctx context.Context, items []string) (map[str
 		}
 	}
 	return out, nil
+}
+
+// openObligationsFrom joins from the tombstones, which are few, to the
+// compactions that include their items.
+const openObligationsFrom = ` FROM tombstones t JOIN compaction_items ci ON ci.item = t.item JOIN compactions c ON c.id = ci.compaction WHERE c.superseded_by = '' AND NOT EXISTS (SELECT 1 FROM tombstones e WHERE c.output != '' AND e.item = c.output)`
+
+func (x *SQLiteIndex) OpenObligations(ctx context.Context, limit int) ([]Obligation, int, error) {
+	var total int
+	if err := x.db.QueryRowContext(ctx, "SELECT count(*)"+openObligationsFrom).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("couldn't count open obligations: %w", err)
+	}
+	rows, err := x.db.QueryContext(ctx, "SELECT t.item, t.id, t.idx, t.purged_at, c.id, c.idx"+openObligationsFrom+" ORDER BY c.idx, t.idx LIMIT ?", limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("couldn't look up open obligations: %w", err)
+	}
+	defer rows.Close()
+	var out []Obligation
+	for rows.Next() {
+		var o Obligation
+		var ti, ci int64
+		if err := rows.Scan(&o.Item, &o.TombstoneID, &ti, &o.PurgedAt, &o.CompactionID, &ci); err != nil {
+			return nil, 0, fmt.Errorf("couldn't read open obligations: %w", err)
+		}
+		o.TombstoneIndex, o.CompactionIndex = uint64(ti), uint64(ci)
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("couldn't read open obligations: %w", err)
+	}
+	return out, total, nil
 }
 
 func (x *SQLiteIndex) Counts(ctx context.Context) (map[receipts.Kind]uint64, error) {

@@ -114,6 +114,70 @@ func TestIndex(t *testing.T, open func(t *testing.T) Index) {
 			t.Errorf("Tombstone(b) = %+v, %v", tb, err)
 		}
 	})
+	t.Run("output erasure", func(t *testing.T) {
+		x := open(t)
+		a, out := receipts.Digest([]byte("a")), receipts.Digest([]byte("summary"))
+		run := []Entry{
+			{Index: 0, Kind: receipts.KindCompaction, ID: "urn:c:1", ManifestRoot: receipts.Digest([]byte("m1")), Items: []string{a}, Output: out},
+			{Index: 1, Kind: receipts.KindTombstone, ID: "urn:t:1", Item: a, PurgedAt: 100},
+		}
+		if err := x.Apply(ctx, 0, run); err != nil {
+			t.Fatal(err)
+		}
+		ci, err := x.Compaction(ctx, "urn:c:1")
+		if err != nil || ci.State() != "awaiting_erasure" || ci.OutputHash != out || ci.ErasedBy != "" {
+			t.Fatalf("compaction with every item purged = %+v, %v", ci, err)
+		}
+		if err := x.Apply(ctx, 2, []Entry{{Index: 2, Kind: receipts.KindTombstone, ID: "urn:t:2", Item: out, PurgedAt: 101}}); err != nil {
+			t.Fatal(err)
+		}
+		ci, _ = x.Compaction(ctx, "urn:c:1")
+		if ci.State() != "erased" || ci.ErasedBy != "urn:t:2" || ci.ErasedAt != 2 {
+			t.Errorf("compaction after its output's tombstone = %+v", ci)
+		}
+		cs, err := x.CompactionsProducing(ctx, out)
+		if err != nil || len(cs) != 1 || cs[0].ID != "urn:c:1" || cs[0].ErasedBy != "urn:t:2" {
+			t.Errorf("CompactionsProducing(out) = %+v, %v", cs, err)
+		}
+		if obs, total, err := x.OpenObligations(ctx, 10); err != nil || total != 0 || len(obs) != 0 {
+			t.Errorf("OpenObligations after the output's erasure = %v, %d, %v; want none", obs, total, err)
+		}
+		if cs, err := x.CompactionsProducing(ctx, a); err != nil || len(cs) != 0 {
+			t.Errorf("CompactionsProducing(item) = %+v, %v", cs, err)
+		}
+	})
+	t.Run("open obligations", func(t *testing.T) {
+		x := open(t)
+		a, b, c := receipts.Digest([]byte("a")), receipts.Digest([]byte("b")), receipts.Digest([]byte("c"))
+		run := []Entry{
+			{Index: 0, Kind: receipts.KindCompaction, ID: "urn:c:1", ManifestRoot: receipts.Digest([]byte("m1")), Items: []string{a, b, c}},
+			{Index: 1, Kind: receipts.KindCompaction, ID: "urn:c:2", ManifestRoot: receipts.Digest([]byte("m2")), Items: []string{b}},
+			{Index: 2, Kind: receipts.KindTombstone, ID: "urn:t:c", Item: c, PurgedAt: 200},
+			{Index: 3, Kind: receipts.KindTombstone, ID: "urn:t:b", Item: b, PurgedAt: 100},
+		}
+		if err := x.Apply(ctx, 0, run); err != nil {
+			t.Fatal(err)
+		}
+		obs, total, err := x.OpenObligations(ctx, 10)
+		want := []Obligation{
+			{Item: c, TombstoneID: "urn:t:c", TombstoneIndex: 2, PurgedAt: 200, CompactionID: "urn:c:1", CompactionIndex: 0},
+			{Item: b, TombstoneID: "urn:t:b", TombstoneIndex: 3, PurgedAt: 100, CompactionID: "urn:c:1", CompactionIndex: 0},
+			{Item: b, TombstoneID: "urn:t:b", TombstoneIndex: 3, PurgedAt: 100, CompactionID: "urn:c:2", CompactionIndex: 1},
+		}
+		if err != nil || total != 3 || fmt.Sprint(obs) != fmt.Sprint(want) {
+			t.Fatalf("OpenObligations = %v, %d, %v; want %v, 3", obs, total, err, want)
+		}
+		if obs, total, err := x.OpenObligations(ctx, 1); err != nil || total != 3 || len(obs) != 1 || obs[0] != want[0] {
+			t.Errorf("OpenObligations(limit 1) = %v, %d, %v", obs, total, err)
+		}
+		// Superseding urn:c:1 discharges its two.
+		if err := x.Apply(ctx, 4, []Entry{{Index: 4, Kind: receipts.KindCompaction, ID: "urn:c:3", ManifestRoot: receipts.Digest([]byte("m3")), Items: []string{a}, Supersedes: "urn:c:1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if obs, total, err := x.OpenObligations(ctx, 10); err != nil || total != 1 || len(obs) != 1 || obs[0] != want[2] {
+			t.Errorf("OpenObligations after a supersession = %v, %d, %v; want %v", obs, total, err, want[2:])
+		}
+	})
 	t.Run("reset", func(t *testing.T) {
 		x := open(t)
 		x.Apply(ctx, 0, []Entry{proj(0)})

@@ -49,7 +49,7 @@ func (l *Log) Compaction(ctx context.Context, id string) (*CompactionInfo, error
 	if errors.Is(err, ErrNotFound) {
 		for _, e := range v.compactions {
 			if e.ID == id {
-				c = &CompactionInfo{ID: id, Index: e.Index, ManifestRoot: e.ManifestRoot, ItemCount: len(e.Items), Supersedes: e.Supersedes}
+				c = pendingInfo(e)
 				items, err = e.Items, nil
 				break
 			}
@@ -76,7 +76,7 @@ func (l *Log) CompactionsIncluding(ctx context.Context, item string) ([]*Compact
 		if !slices.Contains(e.Items, item) || slices.ContainsFunc(cs, func(c *CompactionInfo) bool { return c.ID == e.ID }) {
 			continue
 		}
-		cs = append(cs, &CompactionInfo{ID: e.ID, Index: e.Index, ManifestRoot: e.ManifestRoot, ItemCount: len(e.Items), Supersedes: e.Supersedes})
+		cs = append(cs, pendingInfo(e))
 	}
 	for _, c := range cs {
 		var items []string
@@ -91,6 +91,39 @@ func (l *Log) CompactionsIncluding(ctx context.Context, item string) ([]*Compact
 	}
 	slices.SortFunc(cs, func(a, b *CompactionInfo) int { return cmp.Compare(a.Index, b.Index) })
 	return cs, nil
+}
+
+// CompactionsProducing returns the compactions whose compacted output is
+// output, in log order.
+func (l *Log) CompactionsProducing(ctx context.Context, output string) ([]*CompactionInfo, error) {
+	v := l.pendingLineage()
+	cs, err := l.index.CompactionsProducing(ctx, output)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range v.compactions {
+		if e.Output != output || slices.ContainsFunc(cs, func(c *CompactionInfo) bool { return c.ID == e.ID }) {
+			continue
+		}
+		cs = append(cs, pendingInfo(e))
+	}
+	for _, c := range cs {
+		var items []string
+		for _, e := range v.compactions {
+			if e.ID == c.ID {
+				items = e.Items
+			}
+		}
+		if err := l.overlay(ctx, v, c, items); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(cs, func(a, b *CompactionInfo) int { return cmp.Compare(a.Index, b.Index) })
+	return cs, nil
+}
+
+func pendingInfo(e Entry) *CompactionInfo {
+	return &CompactionInfo{ID: e.ID, Index: e.Index, ManifestRoot: e.ManifestRoot, ItemCount: len(e.Items), Supersedes: e.Supersedes, OutputHash: e.Output}
 }
 
 // Tombstone returns the tombstone of item.
@@ -118,6 +151,9 @@ func (l *Log) overlay(ctx context.Context, v pendingView, c *CompactionInfo, ite
 		}
 	}
 	for _, t := range v.tombstones {
+		if c.ErasedBy == "" && c.OutputHash != "" && t.Item == c.OutputHash {
+			c.ErasedBy, c.ErasedAt = t.ID, t.Index
+		}
 		in := slices.Contains(items, t.Item)
 		if items == nil {
 			cs, err := l.index.CompactionsIncluding(ctx, t.Item)
@@ -140,4 +176,85 @@ func (l *Log) overlay(ctx context.Context, v pendingView, c *CompactionInfo, ite
 		}
 	}
 	return nil
+}
+
+// OpenObligations returns the open erasure obligations — every tombstoned
+// item of every compaction not yet superseded — ordered by compaction index
+// then tombstone index, at most limit of them, and how many there are. Like
+// the other lineage lookups it overlays the index with the entries
+// sequenced but not yet indexed; the count can be off by the entries the
+// index takes in while the call runs (milliseconds), the list cannot hold
+// an obligation that is not open.
+func (l *Log) OpenObligations(ctx context.Context, limit int) ([]Obligation, int, error) {
+	v := l.pendingLineage()
+	// Compactions a pending one supersedes: their obligations are
+	// discharged, but the index still lists them; ask for as many more.
+	// (superseded holds the erased ones too.)
+	superseded := map[string]bool{}
+	extra := 0
+	for _, e := range v.compactions {
+		if e.Supersedes == "" {
+			continue
+		}
+		superseded[e.Supersedes] = true
+		c, err := l.index.Compaction(ctx, e.Supersedes)
+		switch {
+		case err == nil && c.SupersededBy == "":
+			extra += c.PurgedItems
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return nil, 0, err
+		}
+	}
+	// Compactions whose output a pending tombstone erases: discharged
+	// too.
+	for _, t := range v.tombstones {
+		cs, err := l.index.CompactionsProducing(ctx, t.Item)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, c := range cs {
+			if !superseded[c.ID] && c.SupersededBy == "" && c.ErasedBy == "" {
+				superseded[c.ID] = true
+				extra += c.PurgedItems
+			}
+		}
+	}
+	obs, total, err := l.index.OpenObligations(ctx, limit+extra)
+	if err != nil {
+		return nil, 0, err
+	}
+	total -= extra
+	out := obs[:0]
+	for _, o := range obs {
+		if !superseded[o.CompactionID] {
+			out = append(out, o)
+		}
+	}
+	// Pending tombstones open obligations on the compactions, indexed or
+	// pending, that include their items.
+	for _, t := range v.tombstones {
+		if _, err := l.index.Tombstone(ctx, t.Item); err == nil {
+			continue // indexed meanwhile: the index listed it
+		} else if !errors.Is(err, ErrNotFound) {
+			return nil, 0, err
+		}
+		cs, err := l.CompactionsIncluding(ctx, t.Item)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, c := range cs {
+			if c.SupersededBy != "" || c.ErasedBy != "" || superseded[c.ID] || c.Index > t.Index {
+				continue
+			}
+			out = append(out, Obligation{Item: t.Item, TombstoneID: t.ID, TombstoneIndex: t.Index, PurgedAt: t.PurgedAt, CompactionID: c.ID, CompactionIndex: c.Index})
+			total++
+		}
+	}
+	slices.SortFunc(out, func(a, b Obligation) int {
+		return cmp.Or(cmp.Compare(a.CompactionIndex, b.CompactionIndex), cmp.Compare(a.TombstoneIndex, b.TombstoneIndex))
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, max(total, len(out)), nil
 }

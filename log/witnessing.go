@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/transparency-dev/tessera"
@@ -33,6 +35,13 @@ import (
 // outside: witnessTransport counts every request to a witness and its answer,
 // and checkpointPublished judges each newly published checkpoint against the
 // policy's quorum, counting those published without it.
+//
+// Tessera asks the witnesses again every checkpoint interval while they
+// fail; the log says so once, not every time: witnessTransport logs one
+// line when a witness stops answering and one when it answers again
+// (memtrail_witness_up follows it), and checkpointPublished one when a
+// checkpoint is first published without the quorum and one when the quorum
+// is back.
 
 // witnessTransport is the HTTP transport of Tessera's witness requests. It
 // counts them in the metrics by witness key name and HTTP status, and it
@@ -47,15 +56,25 @@ type witnessTransport struct {
 	base      http.RoundTripper
 	verifiers map[string]note.Verifier // add-checkpoint URL → witness key
 	metrics   *Metrics
+	logger    *slog.Logger
+
+	mu    sync.Mutex
+	state map[string]*witnessState // by witness key name
+}
+
+// witnessState is what the log last saw of one witness.
+type witnessState struct {
+	up    bool
+	since time.Time // when it went down or came up
 }
 
 // maxWitnessAnswer caps a witness's answer: a few signature lines, or a
 // decimal size.
 const maxWitnessAnswer = 64 << 10
 
-func newWitnessClient(wg *tessera.WitnessGroup, m *Metrics) *http.Client {
+func newWitnessClient(wg *tessera.WitnessGroup, m *Metrics, logger *slog.Logger) *http.Client {
 	return &http.Client{
-		Transport: &witnessTransport{base: http.DefaultTransport, verifiers: wg.Endpoints(), metrics: m},
+		Transport: &witnessTransport{base: http.DefaultTransport, verifiers: wg.Endpoints(), metrics: m, logger: logger, state: map[string]*witnessState{}},
 		// A witness's redirect is its answer (a failure), not a request
 		// for the log to post elsewhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -82,6 +101,9 @@ func (t *witnessTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		t.metrics.witnessRequest(name, "error")
+		if ok {
+			t.observe(name, req, false, "no answer: "+err.Error())
+		}
 		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxWitnessAnswer+1))
@@ -98,12 +120,44 @@ func (t *witnessTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	if err != nil {
 		t.metrics.witnessRequest(name, "invalid")
+		if ok {
+			t.observe(name, req, false, "invalid answer: "+err.Error())
+		}
 		return nil, err
 	}
 	t.metrics.witnessRequest(name, strconv.Itoa(resp.StatusCode))
+	if ok {
+		// 409 names the size the witness holds, and Tessera asks again
+		// from it: the witness is answering as the protocol says.
+		up := resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusConflict
+		t.observe(name, req, up, "answered "+resp.Status)
+	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
 	return resp, nil
+}
+
+// observe records the outcome of a request to witness name and logs a
+// change: one line when it stops answering as the protocol says (why is
+// the error, or its status), one when it does again.
+func (t *witnessTransport) observe(name string, req *http.Request, up bool, why string) {
+	t.mu.Lock()
+	was, known := t.state[name]
+	if known && was.up == up {
+		t.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	t.state[name] = &witnessState{up: up, since: now}
+	t.metrics.witnessUp(name, up)
+	t.mu.Unlock()
+	switch {
+	case !up:
+		t.logger.Warn("witness is not cosigning; checkpoints need its cosignature for the quorum (logged again only once it is back)",
+			"witness", name, "url", req.URL.Redacted(), "reason", why)
+	case known:
+		t.logger.Info("witness is cosigning again", "witness", name, "url", req.URL.Redacted(), "down_for", now.Sub(was.since).Round(time.Millisecond))
+	}
 }
 
 // checkCosignatures checks a witness's 200 answer to an add-checkpoint
@@ -163,13 +217,18 @@ func (l *Log) checkpointPublished(raw []byte, size uint64, isNew bool) {
 	}
 	if l.cfg.Witnesses.Satisfied(raw) {
 		l.Metrics.witnessed.Store(1)
+		if isNew && l.Metrics.quorumLost.Swap(false) {
+			l.logger.Info("published a checkpoint with the witness quorum again", "size", size)
+		}
 		return
 	}
 	l.Metrics.witnessed.Store(0)
 	if isNew {
 		l.Metrics.withoutQuorum.Add(1)
-		l.logger.Warn("published a checkpoint without the witness quorum; clients requiring the policy refuse its proofs",
-			"size", size, "fail_open", l.cfg.WitnessFailOpen)
+		if !l.Metrics.quorumLost.Swap(true) {
+			l.logger.Warn("published a checkpoint without the witness quorum; clients requiring the policy refuse its proofs (logged again only once the quorum is back; memtrail_checkpoints_published_without_quorum_total counts them)",
+				"size", size, "fail_open", l.cfg.WitnessFailOpen)
+		}
 	}
 }
 

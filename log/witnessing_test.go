@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/metricshttp"
 	fnote "github.com/transparency-dev/formats/note"
 	"github.com/transparency-dev/tessera"
 )
@@ -103,7 +105,7 @@ func TestWitnessTransportCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := newWitnessClient(&wg, newMetrics())
+	client := newWitnessClient(&wg, newMetrics(), slog.New(slog.DiscardHandler))
 	if resp, err := client.Post(srv.URL+"/big/add-checkpoint", "text/plain", strings.NewReader("old 0\n\n")); err == nil {
 		resp.Body.Close()
 		t.Errorf("an answer over %d bytes was taken: %s", maxWitnessAnswer, resp.Status)
@@ -115,5 +117,80 @@ func TestWitnessTransportCaps(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusTemporaryRedirect || elsewhere.Load() != 0 {
 		t.Errorf("redirect: %s, %d requests elsewhere", resp.Status, elsewhere.Load())
+	}
+}
+
+// TestWitnessUpDown: while a witness fails, Tessera asks it again every
+// checkpoint interval; the log says so once when it stops answering and
+// once when it answers again, and memtrail_witness_up follows it.
+func TestWitnessUpDown(t *testing.T) {
+	var status atomic.Int64
+	status.Store(http.StatusServiceUnavailable)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s := int(status.Load()); s == http.StatusConflict {
+			w.Header().Set("Content-Type", "text/x.tlog.size")
+			w.WriteHeader(s)
+			fmt.Fprintln(w, 7)
+		} else {
+			w.WriteHeader(s)
+		}
+	}))
+	defer srv.Close()
+	k := newTestWitnessKey(t, "witness.test/w")
+	wg, err := tessera.NewWitnessGroupFromPolicy([]byte(fmt.Sprintf("witness w %s %s\nquorum w\n", k.vkey, srv.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	m := newMetrics()
+	m.witnessing = true
+	client := newWitnessClient(&wg, m, slog.New(slog.NewTextHandler(&logs, nil)))
+	ask := func(n int) {
+		for range n {
+			resp, err := client.Post(srv.URL+"/add-checkpoint", "text/plain", strings.NewReader("old 0\n\n"))
+			if err == nil {
+				resp.Body.Close()
+			}
+		}
+	}
+	up := func() string {
+		rec := httptest.NewRecorder()
+		metricshttp.Handler("v0-test", m).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		for _, l := range strings.Split(rec.Body.String(), "\n") {
+			if strings.HasPrefix(l, "memtrail_witness_up{") {
+				return l
+			}
+		}
+		return ""
+	}
+	if got := up(); got != "" {
+		t.Errorf("before any request: %q, want no memtrail_witness_up series", got)
+	}
+	ask(5)
+	if n := strings.Count(logs.String(), "witness is not cosigning"); n != 1 {
+		t.Errorf("5 failed requests logged %d down lines, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), `reason="answered 503 Service Unavailable"`) {
+		t.Errorf("down line: %s", logs.String())
+	}
+	if got, want := up(), `memtrail_witness_up{witness="witness.test/w"} 0`; got != want {
+		t.Errorf("while down: %q, want %q", got, want)
+	}
+	status.Store(http.StatusConflict)
+	ask(3)
+	if n := strings.Count(logs.String(), "witness is cosigning again"); n != 1 {
+		t.Errorf("3 answered requests logged %d up lines, want 1:\n%s", n, logs.String())
+	}
+	if got, want := up(), `memtrail_witness_up{witness="witness.test/w"} 1`; got != want {
+		t.Errorf("once back: %q, want %q", got, want)
+	}
+	// No answer at all is down too.
+	srv.Close()
+	ask(3)
+	if n := strings.Count(logs.String(), "witness is not cosigning"); n != 2 || !strings.Contains(logs.String(), `reason="no answer: `) {
+		t.Errorf("after the witness went away: %d down lines, want 2:\n%s", n, logs.String())
+	}
+	if lines := strings.Count(logs.String(), "\n"); lines != 3 {
+		t.Errorf("%d log lines for 11 requests, want 3:\n%s", lines, logs.String())
 	}
 }

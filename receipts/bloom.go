@@ -54,7 +54,7 @@ func NewBloomFilter(n int, fpRate float64) *BloomFilter {
 // ParseBloomFilter decodes s strictly: base64url without padding, version
 // 1, k and m within the limits, and exactly m/8 bytes of bitset.
 func ParseBloomFilter(s string) (*BloomFilter, error) {
-	raw, ok := decodeB64u(s)
+	raw, ok := DecodeB64u(s)
 	if !ok {
 		return nil, refuse(CodeBloomFilterInvalid, "tombstone_bloom_filter_b64", "not unpadded base64url")
 	}

@@ -210,6 +210,14 @@ func TestManifestRules(t *testing.T) {
 			}
 		})
 	}
+	t.Run("retention error names the times", func(t *testing.T) {
+		err := mf.CheckAgainst(signedCompactionFor(t, mf, priv, "CONFIDENTIAL", 1796083201), DefaultLattice)
+		for _, want := range []string{"1796083201 (2026-12-01T00:00:01Z)", "1796083200 (2026-12-01T00:00:00Z)", "item sha256:"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("CheckAgainst = %v, want it to name %q", err, want)
+			}
+		}
+	})
 	t.Run("unknown item label fails closed", func(t *testing.T) {
 		mf2 := testManifest(t, 3, func(i int) string { return []string{"PUBLIC", "MYSTERY", "INTERNAL"}[i] }, func(int) int64 { return 0 })
 		if err := mf2.CheckAgainst(signedCompactionFor(t, mf2, priv, "INTERNAL", 5), DefaultLattice); ErrorCode(err) != CodeSensitivityCeilingMismatch {

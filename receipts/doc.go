@@ -14,7 +14,9 @@
 // be integers written without fraction or exponent, not -0, and within
 // [-(2^53-1), 2^53-1]; nesting is capped at 32 levels; and each parser caps
 // its input size (see the Max* constants). Member sets are closed at every
-// level.
+// level. [ReadJSON] gives the same reader to documents that are not
+// receipts but must be read as strictly (the verifier's material, policy and
+// state files).
 //
 // # Canonical bytes and leaves
 //
@@ -26,7 +28,11 @@
 // # Memory Projection Record v1
 //
 // A closed object with @version "MEMORY-PROJECTION-RECORD-v1" (see
-// [ProjectionRecord]). The adapter signs, with Ed25519,
+// [ProjectionRecord]), under the rules of draft -01
+// (draft-ferro-schrock-memory-projection-record-01), which tighten -00:
+// among them, each delivered entry's source result must be consistent
+// ([CheckSourceResult], source_result_invalid). The adapter signs, with
+// Ed25519,
 //
 //	"MEMORY-PROJECTION-RECORD-v1" || 0x00 || JCS(record without "proof")
 //

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// A Code is one of the closed refusal codes. The first sixteen are the codes
+// A Code is one of the closed refusal codes. The first seventeen are the codes
 // of the interoperating MEMORY-PROJECTION-RECORD-v1 implementations and are
 // spelled exactly as they spell them; the rest cover cases those codes do not
 // (compactions, tombstones, key windows, freshness, size) and are defined by
@@ -31,6 +31,13 @@ const (
 	CodeTrustSnapshotStale              Code = "trust_snapshot_stale"
 	CodeNativeSourceResultMismatch      Code = "native_source_result_mismatch"
 	CodeProjectionReplay                Code = "projection_replay"
+	// CodeSourceResultInvalid: a delivered entry reports a source result
+	// that draft -01 rules out (section 4.3: attested authorship without
+	// custody, unverified content with an author, verified content
+	// without one) or that its source profile cannot produce (an
+	// ApertoMemory author key that is not eight bytes; a plain file
+	// reported as anything but unverified).
+	CodeSourceResultInvalid Code = "source_result_invalid"
 )
 
 // Codes this profile adds.
@@ -49,6 +56,9 @@ const (
 	// CodeProjectionDigestMismatch: the projection bytes do not have the
 	// length or digest the record commits to.
 	CodeProjectionDigestMismatch Code = "projection_digest_mismatch"
+	// CodeProjectionEncodingInvalid: the projection bytes are not UTF-8,
+	// the only encoding draft -01 supports (section 4.3).
+	CodeProjectionEncodingInvalid Code = "projection_encoding_invalid"
 
 	// CodeKeyNotPinned, CodeKeyRevoked and CodeKeyExpired are the
 	// compactor and tombstone-issuer equivalents of the adapter key codes.

@@ -16,7 +16,9 @@ type decoder struct {
 	err  *Error
 }
 
-func join(parent, name string) string {
+// MemberPath is the path of member name inside parent, as errors name
+// members: "signature.kid", or "kid" at the top level.
+func MemberPath(parent, name string) string {
 	if parent == "" {
 		return name
 	}
@@ -39,23 +41,33 @@ func (d *decoder) object(v *value, path string, required, optional []string) *va
 		d.fail(path, "must be an object, not %s", v.kind)
 		return nil
 	}
+	if name, problem := checkMembers(v, required, optional); problem != "" {
+		d.fail(MemberPath(path, name), "%s", problem)
+		return nil
+	}
+	return v
+}
+
+// checkMembers checks that the object v's members are exactly required plus
+// any of optional. If not, it names the first required member missing, or
+// else the first member of neither list, and says which ("required member
+// is missing", "unknown member (the member set is closed)").
+func checkMembers(v *value, required, optional []string) (name, problem string) {
 	for _, name := range required {
 		if _, ok := v.get(name); !ok {
-			d.fail(join(path, name), "required member is missing")
-			return nil
+			return name, "required member is missing"
 		}
 	}
 	if len(v.members) == len(required) {
-		return v
+		return "", ""
 	}
 	for i := range v.members {
 		name := v.members[i].name
 		if !contains(required, name) && !contains(optional, name) {
-			d.fail(join(path, name), "unknown member (the member set is closed)")
-			return nil
+			return name, "unknown member (the member set is closed)"
 		}
 	}
-	return v
+	return "", ""
 }
 
 func contains(list []string, s string) bool {
@@ -85,7 +97,7 @@ func (d *decoder) str(o *value, parent, name string) string {
 		return ""
 	}
 	if v.kind != kindString {
-		d.fail(join(parent, name), "must be a string, not %s", v.kind)
+		d.fail(MemberPath(parent, name), "must be a string, not %s", v.kind)
 		return ""
 	}
 	return v.str
@@ -98,17 +110,19 @@ func (d *decoder) boundedString(o *value, parent, name string, max int) string {
 		return ""
 	}
 	if s == "" || len(s) > max {
-		d.fail(join(parent, name), "must be a non-empty string of at most %d bytes", max)
+		d.fail(MemberPath(parent, name), "must be a non-empty string of at most %d bytes", max)
 		return ""
 	}
-	if hasControl(s) {
-		d.fail(join(parent, name), "must not contain control characters")
+	if HasControl(s) {
+		d.fail(MemberPath(parent, name), "must not contain control characters")
 		return ""
 	}
 	return s
 }
 
-func hasControl(s string) bool {
+// HasControl reports whether s holds an ASCII control character (U+0000 to
+// U+001F, or U+007F), which text members refuse.
+func HasControl(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] == 0x7f {
 			return true
@@ -119,7 +133,7 @@ func hasControl(s string) bool {
 
 func (d *decoder) constant(o *value, parent, name, want string) {
 	if s := d.str(o, parent, name); d.err == nil && s != want {
-		d.fail(join(parent, name), "must be %q", want)
+		d.fail(MemberPath(parent, name), "must be %q", want)
 	}
 }
 
@@ -129,11 +143,11 @@ func (d *decoder) integer(o *value, parent, name string, min, max int64) int64 {
 		return 0
 	}
 	if v.kind != kindNumber {
-		d.fail(join(parent, name), "must be an integer, not %s", v.kind)
+		d.fail(MemberPath(parent, name), "must be an integer, not %s", v.kind)
 		return 0
 	}
 	if v.num < min || v.num > max {
-		d.fail(join(parent, name), "must be an integer in [%d, %d]", min, max)
+		d.fail(MemberPath(parent, name), "must be an integer in [%d, %d]", min, max)
 		return 0
 	}
 	return v.num
@@ -145,7 +159,7 @@ func (d *decoder) boolean(o *value, parent, name string) bool {
 		return false
 	}
 	if v.kind != kindBool {
-		d.fail(join(parent, name), "must be a boolean, not %s", v.kind)
+		d.fail(MemberPath(parent, name), "must be a boolean, not %s", v.kind)
 		return false
 	}
 	return v.b
@@ -154,7 +168,7 @@ func (d *decoder) boolean(o *value, parent, name string) bool {
 func (d *decoder) digest(o *value, parent, name string) string {
 	s := d.str(o, parent, name)
 	if d.err == nil && !IsDigest(s) {
-		d.fail(join(parent, name), "must be \"sha256:\" followed by 64 lowercase hex digits")
+		d.fail(MemberPath(parent, name), "must be \"sha256:\" followed by 64 lowercase hex digits")
 	}
 	return s
 }
@@ -163,7 +177,7 @@ func (d *decoder) uri(o *value, parent, name string) string {
 	s := d.str(o, parent, name)
 	if d.err == nil {
 		if err := checkURI(s); err != "" {
-			d.fail(join(parent, name), "%s", err)
+			d.fail(MemberPath(parent, name), "%s", err)
 		}
 	}
 	return s
@@ -178,7 +192,7 @@ func (d *decoder) timestamp(o *value, parent, name string) (time.Time, string) {
 	}
 	t, err := ParseTimestamp(s)
 	if err != nil {
-		d.fail(join(parent, name), "%v", err)
+		d.fail(MemberPath(parent, name), "%v", err)
 		return time.Time{}, ""
 	}
 	return t, s
@@ -276,10 +290,10 @@ func FormatTimestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-// decodeB64u decodes strict unpadded base64url (RFC 4648 section 5): no
+// DecodeB64u decodes strict unpadded base64url (RFC 4648 section 5): no
 // padding, no line breaks, and unused trailing bits must be zero, so every
 // byte string has exactly one encoding.
-func decodeB64u(s string) ([]byte, bool) {
+func DecodeB64u(s string) ([]byte, bool) {
 	// The alphabet check comes first: the standard decoder skips '\r' and
 	// '\n', which would give one byte string many encodings.
 	for i := 0; i < len(s); i++ {
@@ -299,6 +313,6 @@ func EncodeB64u(b []byte) string { return base64.RawURLEncoding.EncodeToString(b
 
 // isB64u reports whether s is non-empty strict unpadded base64url.
 func isB64u(s string) bool {
-	_, ok := decodeB64u(s)
+	_, ok := DecodeB64u(s)
 	return ok && s != ""
 }

@@ -85,6 +85,21 @@ func FuzzParseProjectionRecord(f *testing.F) {
 	now, _ := ParseTimestamp(v.VerificationPolicy.VerificationTime)
 	f.Add(orig.Canonical())
 	f.Add(bytes.Replace(orig.Canonical(), []byte(`"position":1`), []byte(`"position":0`), 1))
+	// Draft -01 source results: every combination on the first entry (28
+	// of the 36 refused by the parser), and keys of other lengths. They are
+	// signed by another key, so that whatever the fuzzer makes of them
+	// still needs the pinned key's signature to verify.
+	_, other, _ := GenerateKey()
+	for _, s := range allSourceResults() {
+		f.Add(resignRecordWith(f, other, v.Projection.Record, func(m map[string]any) {
+			setSourceResult(m["delivered"].([]any)[0].(map[string]any), s)
+		}))
+	}
+	for _, key := range []string{"0FMJy9O1Xw", "0FMJy9O1XzsA", "AA"} {
+		f.Add(resignRecordWith(f, other, v.Projection.Record, func(m map[string]any) {
+			m["delivered"].([]any)[1].(map[string]any)["author_key_id_b64u"] = key
+		}))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := ParseProjectionRecord(in)
 		if err != nil {
@@ -92,6 +107,18 @@ func FuzzParseProjectionRecord(f *testing.F) {
 				t.Fatalf("refusal without a code: %v", err)
 			}
 			return
+		}
+		// Whatever was accepted reports source results draft -01 allows.
+		for i, e := range r.Delivered {
+			s := sourceResult{e.DerivedTrust, e.Authorship, e.AuthorKeyIDB64u != nil, e.CustodyPresent}
+			if !draft01Allows(s) {
+				t.Fatalf("delivered[%d] %s accepted", i, s)
+			}
+			if k := e.AuthorKeyIDB64u; k != nil && r.SourceProfile == SourceProfileApertoMemory {
+				if b, _ := DecodeB64u(*k); len(b) != 8 {
+					t.Fatalf("delivered[%d]: an ApertoMemory author key of %d bytes accepted", i, len(b))
+				}
+			}
 		}
 		r2, err := ParseProjectionRecord(r.Canonical())
 		if err != nil || !bytes.Equal(r2.Canonical(), r.Canonical()) {

@@ -108,6 +108,7 @@ type parser struct {
 	data       []byte
 	off        int
 	maxMembers int // per object and per array
+	maxObject  int // per object, at most maxMembers
 	// values counts the values parsed; beyond maxValues (when not 0) the
 	// input is refused, so that a body of tiny values ("[0,0,0,…]") cannot
 	// cost some 40 times its size in tree nodes.
@@ -127,8 +128,9 @@ type parser struct {
 	spans []span
 }
 
-// span is a byte range [start, end).
-type span struct{ start, end int }
+// span is a byte range [start, end); value is where the member's value
+// starts in it.
+type span struct{ start, value, end int }
 
 // scratch holds a parser's stacks between parses: allocating them for
 // every receipt was a tenth of the parse time of an audit.
@@ -171,12 +173,18 @@ type document struct {
 // already canonical: log leaves always are, and then the canonical and
 // signed bytes are cut from them instead of being encoded again.
 func parseDocument(data []byte, maxMembers, maxValues int) (*document, error) {
+	return parseLimited(data, maxMembers, min(maxMembers, maxObjectMembers), maxValues)
+}
+
+// parseLimited is parseDocument with its own cap, maxObject, on the members
+// of any one object.
+func parseLimited(data []byte, maxMembers, maxObject, maxValues int) (*document, error) {
 	// Strings without escapes are views into one private copy of the input
 	// rather than one allocation each; the copy keeps the tree independent
 	// of the caller's buffer.
 	data = bytes.Clone(data)
 	sc := scratchPool.Get().(*scratch)
-	p := parser{data: data, maxMembers: maxMembers, maxValues: maxValues, mstack: sc.mstack[:0], vstack: sc.vstack[:0]}
+	p := parser{data: data, maxMembers: maxMembers, maxObject: maxObject, maxValues: maxValues, mstack: sc.mstack[:0], vstack: sc.vstack[:0]}
 	defer func() {
 		// Stacks grown by a large input are left to the collector; the
 		// others drop every reference into this parse's tree and are
@@ -316,8 +324,8 @@ func (p *parser) object(depth int) (value, error) {
 		// Duplicate names are refused: linear scan for the small objects
 		// receipts are made of, a set for large ones.
 		cur := p.mstack[base:]
-		if len(cur) >= min(p.maxMembers, maxObjectMembers) {
-			return value{}, p.errorf("object has more than " + strconv.Itoa(min(p.maxMembers, maxObjectMembers)) + " members")
+		if len(cur) >= p.maxObject {
+			return value{}, p.errorf("object has more than " + strconv.Itoa(p.maxObject) + " members")
 		}
 		if len(cur) > 0 && !p.nonCanonical && !lessUTF16(cur[len(cur)-1].name, name) {
 			p.nonCanonical = true // out of JCS order
@@ -348,12 +356,13 @@ func (p *parser) object(depth int) (value, error) {
 		}
 		p.off++
 		p.skipSpace()
+		valueStart := p.off
 		val, err := p.value(depth)
 		if err != nil {
 			return value{}, err
 		}
 		if depth == 1 {
-			p.spans = append(p.spans, span{start: start, end: p.off})
+			p.spans = append(p.spans, span{start: start, value: valueStart, end: p.off})
 		}
 		p.mstack = append(p.mstack, member{name: name, val: val})
 		p.skipSpace()

@@ -96,7 +96,7 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 		}
 		raw = b
 	default:
-		der, ok := decodeB64u(s)
+		der, ok := DecodeB64u(s)
 		if !ok || len(der) != len(spkiPrefix)+ed25519.PublicKeySize || !bytes.HasPrefix(der, spkiPrefix) {
 			return nil, refuse(CodeKeyInvalid, "", "a public key is 64 hex digits or the unpadded base64url of an Ed25519 SubjectPublicKeyInfo")
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -70,7 +71,7 @@ func manifestFromTree(tree *value, path string) (*Manifest, error) {
 	d.constant(top, path, "manifest_version", ManifestVersion)
 	items := d.member(top, "items")
 	if d.err == nil && (items.kind != kindArray || len(items.elems) == 0) {
-		d.fail(join(path, "items"), "must be a non-empty array")
+		d.fail(MemberPath(path, "items"), "must be a non-empty array")
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -78,13 +79,13 @@ func manifestFromTree(tree *value, path string) (*Manifest, error) {
 	mf := &Manifest{Items: make([]ManifestItem, len(items.elems))}
 	seen := make(map[string]int, len(items.elems))
 	for i := range items.elems {
-		ipath := join(path, "items["+strconv.Itoa(i)+"]")
+		ipath := MemberPath(path, "items["+strconv.Itoa(i)+"]")
 		o := d.object(&items.elems[i], ipath, manifestItemMembers, manifestItemOptional)
 		it := &mf.Items[i]
 		it.ItemDigest = d.digest(o, ipath, "item_digest")
 		it.Sensitivity = d.str(o, ipath, "sensitivity")
 		if d.err == nil && !IsLabel(it.Sensitivity) {
-			d.fail(join(ipath, "sensitivity"), "must match ^[A-Z][A-Z0-9_]*$")
+			d.fail(MemberPath(ipath, "sensitivity"), "must match ^[A-Z][A-Z0-9_]*$")
 		}
 		if _, ok := o.get("expires_at"); ok && d.err == nil {
 			it.ExpiresAt = d.integer(o, ipath, "expires_at", 1, maxSafeInteger)
@@ -93,7 +94,7 @@ func manifestFromTree(tree *value, path string) (*Manifest, error) {
 			return nil, d.err
 		}
 		if j, dup := seen[it.ItemDigest]; dup {
-			return nil, refuse(CodeManifestInvalid, join(ipath, "item_digest"), "repeats items[%d]; item digests are unique within a manifest", j)
+			return nil, refuse(CodeManifestInvalid, MemberPath(ipath, "item_digest"), "repeats items[%d]; item digests are unique within a manifest", j)
 		}
 		seen[it.ItemDigest] = i
 	}
@@ -244,9 +245,23 @@ func (mf *Manifest) CheckAgainst(c *Compaction, lattice *Lattice) error {
 		return refuse(CodeSensitivityCeilingMismatch, "inherited_sensitivity_ceiling", "is %s but the least upper bound of the sources' labels is %s", c.InheritedSensitivityCeiling, lub)
 	}
 	if minExp, ok := mf.MinExpiry(); ok && c.RetentionPurgeEpoch > minExp {
-		return refuse(CodeRetentionCeilingExceeded, "retention_purge_epoch", "is %d, later than the earliest source expiry %d", c.RetentionPurgeEpoch, minExp)
+		item := ""
+		for _, it := range mf.Items {
+			if it.ExpiresAt == minExp {
+				item = it.ItemDigest
+				break
+			}
+		}
+		return refuse(CodeRetentionCeilingExceeded, "retention_purge_epoch", "is %s, later than the earliest source expiry %s (item %s)",
+			FormatUnixTime(c.RetentionPurgeEpoch), FormatUnixTime(minExp), item)
 	}
 	return nil
+}
+
+// FormatUnixTime writes Unix seconds as the integer and its RFC 3339 UTC
+// time: "1796083200 (2026-12-01T00:00:00Z)".
+func FormatUnixTime(sec int64) string {
+	return fmt.Sprintf("%d (%s)", sec, time.Unix(sec, 0).UTC().Format(time.RFC3339))
 }
 
 // MinExpiry returns the earliest expires_at, and false when no item

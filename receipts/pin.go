@@ -116,7 +116,7 @@ func adapterPinFromTree(v *value, path string) (*AdapterPin, error) {
 	spki := d.str(o, path, "public_key_spki_b64u")
 	p.Status = d.str(o, path, "status")
 	if d.err == nil && p.Status != "active" && p.Status != "revoked" {
-		d.fail(join(path, "status"), "must be \"active\" or \"revoked\"")
+		d.fail(MemberPath(path, "status"), "must be \"active\" or \"revoked\"")
 	}
 	p.ValidFrom, _ = d.timestamp(o, path, "valid_from")
 	p.ValidTo = d.optionalTimestamp(o, path, "valid_to")
@@ -127,12 +127,12 @@ func adapterPinFromTree(v *value, path string) (*AdapterPin, error) {
 	pub, err := ParsePublicKey(spki)
 	if err != nil {
 		e := err.(*Error)
-		e.Member = join(path, "public_key_spki_b64u")
+		e.Member = MemberPath(path, "public_key_spki_b64u")
 		return nil, e
 	}
 	p.PublicKey = pub
 	if p.ValidTo != nil && !p.ValidTo.After(p.ValidFrom) {
-		return nil, refuse(CodeRecordInvalid, join(path, "valid_to"), "must be later than valid_from")
+		return nil, refuse(CodeRecordInvalid, MemberPath(path, "valid_to"), "must be later than valid_from")
 	}
 	return p, nil
 }

@@ -2,8 +2,10 @@ package receipts
 
 import (
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // A Fragment is one selected source object and the exact framed bytes it
@@ -39,6 +41,9 @@ type ProjectionInput struct {
 // step 4 on: it hashes each fragment in order, concatenates them into the
 // projection, commits to its length and digest, fixes the four nonclaims to
 // NOT_ESTABLISHED, counts the exclusions and signs the closed record. It
+// refuses to sign what a verifier would refuse: a projection that is not
+// UTF-8, or an entry whose source result draft -01 rules out
+// ([CheckSourceResult]). It
 // returns the parsed record and the projection bytes, which the caller must
 // deliver together as one result.
 func NewProjection(in *ProjectionInput, priv ed25519.PrivateKey) (*ProjectionRecord, []byte, error) {
@@ -59,6 +64,15 @@ func NewProjection(in *ProjectionInput, priv ed25519.PrivateKey) (*ProjectionRec
 			m("custody_present", vbool(f.CustodyPresent)),
 		)
 		projection = append(projection, f.Bytes...)
+	}
+	if !utf8.Valid(projection) {
+		// Draft -01 section 4.3: the projection is UTF-8, and only UTF-8.
+		for i, f := range in.Fragments {
+			if !utf8.Valid(f.Bytes) {
+				return nil, nil, fmt.Errorf("receipts: fragment %d is not UTF-8, and a projection is UTF-8 bytes only", i)
+			}
+		}
+		return nil, nil, errors.New("receipts: the fragments concatenate to bytes that are not UTF-8, and a projection is UTF-8 bytes only")
 	}
 	var total int64
 	reasons := make([]member, len(ExclusionReasons))

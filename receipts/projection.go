@@ -29,6 +29,28 @@ var (
 	NonclaimNames      = []string{"model_use", "action_linkage", "action_authorization", "execution_outcome"}
 )
 
+// Source and context-frame profiles whose rules the parser knows.
+const (
+	// SourceProfileApertoMemory is the ApertoMemory source profile of
+	// draft -01, section 5. Its author key identifiers are eight bytes:
+	// the first eight bytes of SHA-256 of the author's Ed25519 key.
+	SourceProfileApertoMemory = "draft-ferro-apertomemory-02"
+	// ContextFrameApertoMemory is its context-frame profile (section 5.2).
+	ContextFrameApertoMemory = "urn:apertomemory:context-frame:v0"
+	// SourceProfilePlain is this profile's source profile for plain files
+	// (docs/profile.md): a source object is a file's exact bytes, its
+	// format_version is 1, and since nothing authenticates a plain file
+	// every entry is unverified, with authorship unknown, no author key
+	// and no custody. memtrail sign projection writes it.
+	SourceProfilePlain = "urn:memtrail:source-profile:plain"
+	// ContextFramePlain is the context frame of plain files: the fragment
+	// is the file's exact bytes, unframed.
+	ContextFramePlain = "urn:memtrail:context-frame:plain"
+)
+
+// apertoMemoryKeyIDSize is the length of an ApertoMemory key identifier.
+const apertoMemoryKeyIDSize = 8
+
 // NotEstablished is the only value a nonclaim may take.
 const NotEstablished = "NOT_ESTABLISHED"
 
@@ -132,8 +154,10 @@ const maxShortString = 1024
 //     closed enumerations, timestamps, digests and base64url
 //     (CodeRecordInvalid);
 //  2. delivered positions are 0, 1, 2, ... in order (CodeDeliveredOrderInvalid);
-//  3. exclusions.total is the sum of the reasons (CodeExclusionCountMismatch);
-//  4. every nonclaim is NOT_ESTABLISHED (CodeNonclaimInvalid).
+//  3. every delivered entry's source result is one draft -01 allows
+//     (CodeSourceResultInvalid; see [CheckSourceResult]);
+//  4. exclusions.total is the sum of the reasons (CodeExclusionCountMismatch);
+//  5. every nonclaim is NOT_ESTABLISHED (CodeNonclaimInvalid).
 //
 // Step 1 includes one rule across members: trust_evaluated_at may not be
 // later than created_at, since the producer evaluates trust before it
@@ -220,7 +244,7 @@ func projectionFromTree(tree *value, doc *document, sizeHint int) (*ProjectionRe
 	r.Proof.KeyID = d.boundedString(pf, "proof", "key_id", maxShortString)
 	r.Proof.SignatureB64 = d.str(pf, "proof", "signature_b64u")
 	if d.err == nil {
-		sig, ok := decodeB64u(r.Proof.SignatureB64)
+		sig, ok := DecodeB64u(r.Proof.SignatureB64)
 		if !ok || len(sig) != ed25519.SignatureSize {
 			d.fail("proof.signature_b64u", "must be the unpadded base64url of a 64-byte Ed25519 signature")
 		}
@@ -245,6 +269,11 @@ func projectionFromTree(tree *value, doc *document, sizeHint int) (*ProjectionRe
 				"is %d; positions must be 0, 1, 2, ... in order", r.Delivered[i].Position)
 		}
 	}
+	for i := range r.Delivered {
+		if err := CheckSourceResult(r.SourceProfile, &r.Delivered[i], "delivered["+strconv.Itoa(i)+"]"); err != nil {
+			return nil, err
+		}
+	}
 	var sum int64
 	for _, reason := range ExclusionReasons {
 		sum += r.Exclusions.ByReason[reason]
@@ -260,6 +289,58 @@ func projectionFromTree(tree *value, doc *document, sizeHint int) (*ProjectionRe
 
 	r.canonical, r.signed = canonicalPair(doc, tree, projectionDomain+"\x00", "proof", sizeHint)
 	return r, nil
+}
+
+// CheckSourceResult checks that entry e, at path in a record of the given
+// source profile, reports a source result draft -01 allows
+// (CodeSourceResultInvalid otherwise):
+//
+//   - attested authorship requires custody_present true (section 4.3);
+//   - unverified content has authorship unknown and a null author key
+//     (section 4.3);
+//   - verified content (self, trusted) reports an author: a non-null
+//     author key and an authorship other than unknown (trust is derived
+//     from the key that verified the object, so a verified object always
+//     has one; section 10 keeps unverified content distinguishable);
+//   - under the ApertoMemory source profile, an author key is the b64u of
+//     eight bytes (sections 5.1 and 5.2);
+//   - under this profile's plain-file source profile, every entry is
+//     unverified, without custody, of format_version 1.
+//
+// The record does not carry the source objects, so this is what can be
+// checked of the source results without them; with them, the verifier
+// also compares the native results.
+func CheckSourceResult(sourceProfile string, e *DeliveredEntry, path string) error {
+	switch {
+	case e.Authorship == "attested" && !e.CustodyPresent:
+		return refuse(CodeSourceResultInvalid, path+".custody_present", "is false, but attested authorship requires custody (draft -01 section 4.3)")
+	case e.DerivedTrust == "unverified" && e.Authorship != "unknown":
+		return refuse(CodeSourceResultInvalid, path+".authorship", "is %q, but unverified content has authorship \"unknown\" (draft -01 section 4.3)", e.Authorship)
+	case e.DerivedTrust == "unverified" && e.AuthorKeyIDB64u != nil:
+		return refuse(CodeSourceResultInvalid, path+".author_key_id_b64u", "is not null, but unverified content reports no author key (draft -01 section 4.3)")
+	case e.DerivedTrust != "unverified" && e.Authorship == "unknown":
+		return refuse(CodeSourceResultInvalid, path+".authorship", "is \"unknown\", but %s content was verified under an author's key and reports its authorship", e.DerivedTrust)
+	case e.DerivedTrust != "unverified" && e.AuthorKeyIDB64u == nil:
+		return refuse(CodeSourceResultInvalid, path+".author_key_id_b64u", "is null, but %s content was verified under an author's key and reports it", e.DerivedTrust)
+	}
+	switch sourceProfile {
+	case SourceProfileApertoMemory:
+		if e.AuthorKeyIDB64u != nil {
+			if b, _ := DecodeB64u(*e.AuthorKeyIDB64u); len(b) != apertoMemoryKeyIDSize {
+				return refuse(CodeSourceResultInvalid, path+".author_key_id_b64u", "is %d bytes; an ApertoMemory author key identifier is %d (draft -01 section 5.2)", len(b), apertoMemoryKeyIDSize)
+			}
+		}
+	case SourceProfilePlain:
+		switch {
+		case e.DerivedTrust != "unverified":
+			return refuse(CodeSourceResultInvalid, path+".derived_trust", "is %q, but nothing authenticates a plain file: its entries are \"unverified\" (%s)", e.DerivedTrust, SourceProfilePlain)
+		case e.CustodyPresent:
+			return refuse(CodeSourceResultInvalid, path+".custody_present", "is true, but a plain file has no custody record (%s)", SourceProfilePlain)
+		case e.FormatVersion != 1:
+			return refuse(CodeSourceResultInvalid, path+".object.format_version", "is %d; the only format of %s is 1", e.FormatVersion, SourceProfilePlain)
+		}
+	}
+	return nil
 }
 
 func decodeDelivered(d *decoder, v *value, path string, e *DeliveredEntry) {

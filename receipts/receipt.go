@@ -107,7 +107,7 @@ func ParseSubmission(data []byte) (*Submission, error) {
 		c, err := compactionFromTree(d.member(top, "eccr"), nil)
 		if err != nil {
 			e := err.(*Error)
-			e.Member = join("eccr", e.Member)
+			e.Member = MemberPath("eccr", e.Member)
 			return nil, e
 		}
 		if len(c.canonical) > MaxCompactionSize {

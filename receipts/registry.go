@@ -60,7 +60,7 @@ func decodeSignature(d *decoder, o *value) Signature {
 	s.KID = d.digest(so, "signature", "kid")
 	s.SigB64 = d.str(so, "signature", "sig")
 	if d.err == nil {
-		sig, ok := decodeB64u(s.SigB64)
+		sig, ok := DecodeB64u(s.SigB64)
 		if !ok || len(sig) != ed25519.SignatureSize {
 			d.fail("signature.sig", "must be the unpadded base64url of a 64-byte Ed25519 signature")
 		}

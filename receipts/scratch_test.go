@@ -67,9 +67,9 @@ func TestByteClasses(t *testing.T) {
 			}
 		}
 		s := "AAAA" + string([]byte{byte(c)}) + "AAA"
-		_, ok := decodeB64u(s)
+		_, ok := DecodeB64u(s)
 		if ok && !b64uRE.MatchString(s) {
-			t.Errorf("decodeB64u(%q) accepted a byte outside the alphabet", s)
+			t.Errorf("DecodeB64u(%q) accepted a byte outside the alphabet", s)
 		}
 	}
 	if IsDigest(base[:70]) || IsDigest(base+"0") || !IsDigest(base) {

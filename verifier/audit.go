@@ -155,7 +155,10 @@ type Evidence struct {
 	CompactionID    string  `json:"compaction_id,omitempty"`
 	CompactionIndex *uint64 `json:"compaction_index,omitempty"`
 	ManifestRoot    string  `json:"manifest_root,omitempty"`
-	KID             string  `json:"kid,omitempty"`
+	// CompactedOutputHash is a compaction's output, whose tombstone
+	// discharges it.
+	CompactedOutputHash string `json:"compacted_output_hash,omitempty"`
+	KID                 string `json:"kid,omitempty"`
 	// LoggedAfter is the time the log had certainly passed when it logged
 	// the entry (see docs/verify.md, "When the log logged an entry").
 	LoggedAfter string `json:"logged_after,omitempty"`
@@ -183,10 +186,11 @@ func (r *AuditReport) Summary() string {
 	} else {
 		b.WriteString("  ")
 	}
-	fmt.Fprintf(&b, "%d entries audited in this run (%d projections, %d compactions, %d tombstones in the log",
-		r.EntriesAudited, r.Counts.Projections, r.Counts.Compactions, r.Counts.Tombstones)
+	fmt.Fprintf(&b, "%s audited in this run (%s, %s, %s in the log",
+		count(r.EntriesAudited, "entry", "entries"), count(r.Counts.Projections, "projection", "projections"),
+		count(r.Counts.Compactions, "compaction", "compactions"), count(r.Counts.Tombstones, "tombstone", "tombstones"))
 	if r.Counts.Unparsed > 0 {
-		fmt.Fprintf(&b, ", %d entries that are not receipts", r.Counts.Unparsed)
+		fmt.Fprintf(&b, ", %s", count(r.Counts.Unparsed, "entry that is not a receipt", "entries that are not receipts"))
 	}
 	b.WriteString(")\n")
 	summarizeChecks(&b, r.Checks)
@@ -357,7 +361,7 @@ func AuditLog(ctx context.Context, src LogSource, opts AuditOptions) (*AuditRepo
 			l.fail(CheckTreeRoot, 0, f.Code, "", f.Detail)
 		} else {
 			treeOK = true
-			l.pass(CheckTreeRoot, 0, fmt.Sprintf("%d leaves hash to the checkpoint's root", cp.Size))
+			l.pass(CheckTreeRoot, 0, count(cp.Size, "leaf hashes", "leaves hash")+" to the checkpoint's root")
 		}
 	}
 	for _, f := range a.receiptFindings {
@@ -370,7 +374,7 @@ func AuditLog(ctx context.Context, src LogSource, opts AuditOptions) (*AuditRepo
 	for _, c := range []struct {
 		name   string
 		detail string
-	}{{CheckReceipts, fmt.Sprintf("%d receipts verified in this run", a.audited)}, {CheckLineage, "lineage rules hold in log order"}} {
+	}{{CheckReceipts, count(a.audited, "receipt", "receipts") + " verified in this run"}, {CheckLineage, "lineage rules hold in log order"}} {
 		if f := a.first(c.name); f != nil {
 			l.fail(c.name, 0, f.Code, f.Member, f.Detail)
 		} else if crawled {
@@ -388,7 +392,7 @@ func AuditLog(ctx context.Context, src LogSource, opts AuditOptions) (*AuditRepo
 		if f := a.first(CheckObligations); f != nil {
 			l.fail(CheckObligations, 0, f.Code, "", f.Detail)
 		} else {
-			l.pass(CheckObligations, 0, fmt.Sprintf("%d open obligations, none older than the grace period", len(obligations)))
+			l.pass(CheckObligations, 0, count(len(obligations), "open obligation", "open obligations")+", none older than the grace period")
 		}
 	} else {
 		l.notRun(CheckObligations, 0, "the log could not be read to the end")
@@ -697,7 +701,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 	case *receipts.Tombstone:
 		// Judged at purged_at, and in the lineage stage at the log's
 		// floor, as projections are.
-		if err := r.VerifySignature(t.Issuers, r.PurgedTime()); err != nil {
+		if err := t.VerifyTombstone(r, r.PurgedTime()); err != nil {
 			finding(err, receipts.CodeSignatureInvalid, &Evidence{KID: r.Signature.KID})
 			return nil
 		}
@@ -706,7 +710,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 	case *receipts.Compaction:
 		k, ok := t.Compactors[r.Signature.KID]
 		if !ok {
-			finding(&receipts.Error{Code: receipts.CodeKeyNotPinned, Member: "signature.kid", Reason: "no compactor key of the trust file has kid " + r.Signature.KID},
+			finding(t.NotPinnedError(receipts.RoleCompactor, r.Signature.KID),
 				receipts.CodeKeyNotPinned, &Evidence{KID: r.Signature.KID})
 			return nil
 		}
@@ -717,6 +721,7 @@ func (a *auditor) verifyEntry(ctx context.Context, index uint64, leaf []byte, e 
 		e.key = k
 		e.root = strings.Clone(r.SourceItemsMerkleRoot)
 		e.supersedes = strings.Clone(r.Supersedes)
+		e.output = receipts.DigestBytes(r.CompactedOutputHash)
 		bloom, err := receipts.ParseBloomFilter(r.TombstoneBloomFilterB64)
 		if err != nil {
 			finding(err, receipts.CodeBloomFilterInvalid, nil)
@@ -800,4 +805,12 @@ func (a *auditor) localize(ctx context.Context, start *compact.Range, from uint6
 		f.Evidence.LeafHash = b64(got)
 		f.Evidence.CommittedLeafHash = b64(want)
 	}
+}
+
+// count says "1 entry" or "n entries".
+func count[N int | uint64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -457,6 +457,39 @@ func TestAuditLineageRules(t *testing.T) {
 			p = bytes.Replace(p, []byte(`"urn:p:0"`), []byte(`"urn:p:9"`), 1)
 			return built{leaves: [][]byte{p}}
 		}, receipts.CodeSignatureInvalid, 0, nil},
+		{"compaction produces an erased output", func(sc *scenario, dir string) built {
+			return built{leaves: [][]byte{
+				sc.tomb("urn:t:0", receipts.Digest([]byte("summary of urn:c:0")), sc.now()),
+				sc.comp(dir, "urn:c:0", items, ""),
+			}}
+		}, receipts.CodeItemPurged, 1, func(t *testing.T, f verifier.Finding) {
+			if f.Member != "compacted_output_hash" || f.Evidence.TombstoneID != "urn:t:0" {
+				t.Errorf("finding = %+v %+v", f, f.Evidence)
+			}
+		}},
+		{"supersedes an erased compaction", func(sc *scenario, dir string) built {
+			return built{leaves: [][]byte{
+				sc.comp(dir, "urn:c:0", items, ""),
+				sc.tomb("urn:t:0", items[1].ItemDigest, sc.now()),
+				sc.tomb("urn:t:1", receipts.Digest([]byte("summary of urn:c:0")), sc.now()),
+				sc.comp(dir, "urn:c:1", without(items, 1), "urn:c:0", items[1].ItemDigest),
+			}}
+		}, receipts.CodeSupersessionInvalid, 3, func(t *testing.T, f verifier.Finding) {
+			if f.Member != "supersedes" || f.Evidence.TombstoneID != "urn:t:1" || !strings.Contains(f.Detail, "discharged") {
+				t.Errorf("finding = %+v %+v", f, f.Evidence)
+			}
+		}},
+		{"supersedes a compaction whose every item was purged", func(sc *scenario, dir string) built {
+			return built{leaves: [][]byte{
+				sc.comp(dir, "urn:c:0", items[:1], ""),
+				sc.tomb("urn:t:0", items[0].ItemDigest, sc.now()),
+				sc.comp(dir, "urn:c:1", items[1:2], "urn:c:0", items[0].ItemDigest),
+			}}
+		}, receipts.CodeSupersessionInvalid, 2, func(t *testing.T, f verifier.Finding) {
+			if !strings.Contains(f.Detail, "no compaction can supersede it") || f.Evidence.CompactedOutputHash != receipts.Digest([]byte("summary of urn:c:0")) {
+				t.Errorf("finding = %+v %+v", f, f.Evidence)
+			}
+		}},
 		{"obligation overdue", func(sc *scenario, dir string) built {
 			return built{leaves: [][]byte{
 				sc.comp(dir, "urn:c:0", items, ""),
@@ -885,4 +918,87 @@ func mlogGenerateWitnessKey(name string) (string, string, error) {
 	}
 	cvkey, err := fnote.VKeyToCosignatureV1(vkey)
 	return skey, cvkey, err
+}
+
+// TestAuditOutputErasure: on a real log, a compaction whose every item was
+// purged stays an open obligation that only a tombstone of its output can
+// discharge, and the finding says so; once the output is tombstoned the
+// log is valid, in a full audit and in a resumed one.
+func TestAuditOutputErasure(t *testing.T) {
+	dir := t.TempDir()
+	key := newLogKey(t)
+	s := gen.Deterministic(5)
+	now := time.Now().UTC().Truncate(time.Second)
+	trust := s.Trust(now.Add(-time.Hour))
+	l := openRealLog(t, dir, key, s, trust)
+	items := gen.Items("gone", 3)
+	c, mf, err := s.Compaction("urn:c:gone", items, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, pmf, err := s.Compaction("urn:c:part", gen.Items("part", 2), "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tomb := func(id, item string) *receipts.Submission {
+		ts, err := s.Tombstone(id, item, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &receipts.Submission{Receipt: ts}
+	}
+	ci := l.submit(&receipts.Submission{Receipt: c, Manifest: mf})
+	l.submit(&receipts.Submission{Receipt: part, Manifest: pmf})
+	for i, it := range items {
+		l.submit(tomb(fmt.Sprintf("urn:t:%d", i), it.ItemDigest))
+	}
+	last := l.submit(tomb("urn:t:part", pmf.Items[0].ItemDigest))
+	l.waitPublished(last + 1)
+	l.close()
+
+	at := now.Add(time.Hour)
+	rep, st := audit(t, dirSource(t, dir), key, auditRun{trust: trust, at: at, grace: time.Second})
+	if rep.Result != string(verifier.CodeObligationOverdue) || len(rep.Obligations) != 4 {
+		t.Fatalf("audit with every item purged: %s", rep.Summary())
+	}
+	for _, o := range rep.Obligations {
+		want := verifier.DischargeErasure
+		if o.CompactionID == "urn:c:part" {
+			want = verifier.DischargeSupersessionOrErasure
+		}
+		if o.Discharge != want || o.CompactedOutputHash == "" {
+			t.Errorf("obligation %+v: discharge %q, want %q", o, o.Discharge, want)
+		}
+	}
+	var gone verifier.Finding
+	for _, f := range findingsByCode(rep)[verifier.CodeObligationOverdue] {
+		if f.ID == "urn:c:gone" {
+			gone = f
+		}
+	}
+	if gone.Index == nil || *gone.Index != ci || !strings.Contains(gone.Detail, "only a tombstone of its output "+c.CompactedOutputHash) ||
+		gone.Evidence.CompactedOutputHash != c.CompactedOutputHash {
+		t.Errorf("finding for the fully purged compaction = %+v", gone)
+	}
+	if !strings.Contains(rep.Summary(), "only a tombstone of its output") {
+		t.Errorf("summary does not say how to discharge it:\n%s", rep.Summary())
+	}
+
+	// Erase both outputs.
+	l = openRealLog(t, dir, key, s, trust)
+	l.submit(tomb("urn:t:out", c.CompactedOutputHash))
+	last = l.submit(tomb("urn:t:out-part", part.CompactedOutputHash))
+	l.waitPublished(last + 1)
+	l.close()
+	saved, err := verifier.ParseAuditState(st.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, _ := audit(t, dirSource(t, dir), key, auditRun{trust: trust, at: at, grace: time.Second, state: saved})
+	full, _ := audit(t, dirSource(t, dir), key, auditRun{trust: trust, at: at, grace: time.Second})
+	for name, r := range map[string]*verifier.AuditReport{"resumed": resumed, "full": full} {
+		if !r.Valid() || len(r.Obligations) != 0 {
+			t.Errorf("%s audit after the outputs' tombstones: %s", name, r.Summary())
+		}
+	}
 }

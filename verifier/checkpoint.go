@@ -3,12 +3,14 @@ package verifier
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	fnote "github.com/transparency-dev/formats/note"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
@@ -66,7 +68,7 @@ func (e malformedError) Is(target error) bool { return target == ErrMalformed }
 // signature lines (the most note.Open reads), ML-DSA-44 cosignatures being the
 // largest at about 3.3 kB each. [OpenCheckpoint] refuses larger ones, and a
 // log source need read no more.
-const MaxCheckpointSize = 512 << 10
+const MaxCheckpointSize = tlogfmt.MaxCheckpointSize
 
 const maxCheckpointSize = MaxCheckpointSize
 
@@ -156,7 +158,8 @@ func openCheckpoint(p *Policy, signed []byte) (*Checkpoint, error) {
 		if _, perr := parseCheckpointText(unverified.Note.Text); perr != nil {
 			return nil, perr
 		}
-		return nil, fmt.Errorf("%w: origin %q", ErrLogSignature, unverifiedOrigin(unverified.Note.Text))
+		origin := unverifiedOrigin(unverified.Note.Text)
+		return nil, fmt.Errorf("%w: origin %q: %s", ErrLogSignature, origin, p.wrongKey(origin, unverified.Note.UnverifiedSigs))
 	case err != nil:
 		return nil, errMalformedCheckpoint
 	}
@@ -201,13 +204,65 @@ func openCheckpoint(p *Policy, signed []byte) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%w: origin %q: its ML-DSA-44 signature does not cover the extension lines", ErrLogSignature, c.Origin)
 	}
 	if c.LogKey == "" {
-		return nil, fmt.Errorf("%w: origin %q", ErrLogSignature, c.Origin)
+		return nil, fmt.Errorf("%w: origin %q: %s", ErrLogSignature, c.Origin, p.wrongKey(c.Origin, append(append([]note.Signature(nil), n.Sigs...), n.UnverifiedSigs...)))
 	}
 	if !p.quorumMet(cosigned) {
-		return nil, fmt.Errorf("%w: policy quorum %q, valid cosignatures from %s", ErrQuorum, p.Quorum(), cosignerList(c.Cosignatures))
+		unknown := ""
+		if len(n.UnverifiedSigs) > 0 {
+			unknown = "; signatures from keys the policy does not know: " + sigList(n.UnverifiedSigs)
+		}
+		return nil, fmt.Errorf("%w: policy quorum %q, valid cosignatures from %s%s", ErrQuorum, p.Quorum(), cosignerList(c.Cosignatures), unknown)
 	}
 	c.Raw = bytes.Clone(signed)
 	return c, nil
+}
+
+// wrongKey says which log key the policy expects for origin and which keys
+// signed the checkpoint, each as "name+hash" (the start of its vkey).
+func (p *Policy) wrongKey(origin string, sigs []note.Signature) string {
+	var want []string
+	for _, l := range p.logs {
+		if l.Origin == origin {
+			name, rest, _ := strings.Cut(l.VKey, "+")
+			hash, _, _ := strings.Cut(rest, "+")
+			want = append(want, name+"+"+hash)
+		}
+	}
+	expected := "the policy has no log of this origin"
+	if len(want) > 0 {
+		expected = "the policy expects a signature by " + strings.Join(want, " or ")
+	}
+	var same []note.Signature
+	for _, s := range sigs {
+		if s.Name == origin {
+			same = append(same, s)
+		}
+	}
+	if len(same) > 0 {
+		return expected + "; the checkpoint is signed by " + sigList(same)
+	}
+	return expected + "; the checkpoint is signed by no key of that name, only by " + sigList(sigs)
+}
+
+// sigList names signature lines as "name+hash".
+func sigList(sigs []note.Signature) string {
+	if len(sigs) == 0 {
+		return "no key"
+	}
+	const most = 8
+	var names []string
+	for i, s := range sigs {
+		if i == most {
+			names = append(names, fmt.Sprintf("and %d more", len(sigs)-most))
+			break
+		}
+		name := s.Name
+		if strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
+			name = strconv.Quote(name) // the checkpoint's bytes, not ours
+		}
+		names = append(names, fmt.Sprintf("%s+%08x", name, s.Hash))
+	}
+	return strings.Join(names, ", ")
 }
 
 func unverifiedOrigin(text string) string {
@@ -227,64 +282,17 @@ func cosignerList(cs []Cosignature) string {
 }
 
 // parseCheckpointText parses the text of a checkpoint note (everything before
-// the blank line that starts the signatures, final newline included).
+// the blank line that starts the signatures, final newline included), and
+// refuses a tree of size 0 whose root is not the empty tree's.
 func parseCheckpointText(text string) (*Checkpoint, error) {
-	rest, ok := strings.CutSuffix(text, "\n")
-	if !ok {
+	t, ok := tlogfmt.ParseCheckpoint(text)
+	if !ok || t.Size == 0 && !bytes.Equal(t.Hash[:], rfc6962.DefaultHasher.EmptyRoot()) {
 		return nil, errMalformedCheckpoint
 	}
-	lines := strings.Split(rest, "\n")
-	if len(lines) < 3 {
-		return nil, errMalformedCheckpoint
-	}
-	for _, l := range lines {
-		if l == "" {
-			return nil, errMalformedCheckpoint
-		}
-	}
-	c := &Checkpoint{Origin: lines[0]}
-	if c.Size, ok = parseDecimal(lines[1]); !ok {
-		return nil, errMalformedCheckpoint
-	}
-	h, ok := decodeHash(lines[2])
-	if !ok {
-		return nil, errMalformedCheckpoint
-	}
-	c.Hash = h
-	if c.Size == 0 && !bytes.Equal(h[:], rfc6962.DefaultHasher.EmptyRoot()) {
-		return nil, errMalformedCheckpoint
-	}
-	if len(lines) > 3 {
-		c.Extensions = lines[3:]
-	}
-	return c, nil
+	return &Checkpoint{Origin: t.Origin, Size: t.Size, Hash: t.Hash, Extensions: t.Extensions}, nil
 }
 
 // formatCheckpointText is the inverse of parseCheckpointText.
 func formatCheckpointText(c *Checkpoint) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n%d\n%s\n", c.Origin, c.Size, base64.StdEncoding.EncodeToString(c.Hash[:]))
-	for _, e := range c.Extensions {
-		b.WriteString(e + "\n")
-	}
-	return b.String()
-}
-
-// decodeHash decodes the canonical standard base64 of a 32-byte hash.
-func decodeHash(s string) ([sha256.Size]byte, bool) {
-	var h [sha256.Size]byte
-	if len(s) != base64.StdEncoding.EncodedLen(sha256.Size) {
-		return h, false
-	}
-	var buf [sha256.Size + 1]byte // DecodedLen of 44 characters
-	n, err := base64.StdEncoding.Strict().Decode(buf[:], []byte(s))
-	if err != nil || n != sha256.Size {
-		return h, false
-	}
-	copy(h[:], buf[:n])
-	// Strict decoding still skips CR and LF; re-encoding catches them.
-	if base64.StdEncoding.EncodeToString(h[:]) != s {
-		return h, false
-	}
-	return h, true
+	return (&tlogfmt.Checkpoint{Origin: c.Origin, Size: c.Size, Hash: c.Hash, Extensions: c.Extensions}).String()
 }

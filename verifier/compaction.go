@@ -3,6 +3,7 @@ package verifier
 import (
 	"bytes"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -32,6 +33,9 @@ type CompactionOptions struct {
 	// Keys are the registered compactor keys (a trust file's compactors),
 	// with validity windows judged at Time.
 	Keys receipts.Keyring
+	// Trust, if set, is the trust file Keys come from: a kid it registers
+	// in another role (an issuer or adapter key) is refused as such.
+	Trust *receipts.Trust
 	// RawKeys are bare public keys: the one whose kid the signature names
 	// is used, with no validity window.
 	RawKeys []ed25519.PublicKey
@@ -140,7 +144,14 @@ func checkCompactionSignature(l *checklist, c *receipts.Compaction, opts Compact
 	case opts.Keys != nil:
 		k, ok := opts.Keys[kid]
 		if !ok {
-			l.fail(CheckCompactorKey, 0, receipts.CodeKeyNotPinned, "signature.kid", "no compactor key of the trust file has kid "+kid)
+			reason := "no compactor key of the trust file has kid " + kid
+			if opts.Trust != nil {
+				var e *receipts.Error
+				if errors.As(opts.Trust.NotPinnedError(receipts.RoleCompactor, kid), &e) {
+					reason = e.Reason
+				}
+			}
+			l.fail(CheckCompactorKey, 0, receipts.CodeKeyNotPinned, "signature.kid", reason)
 			l.notRun(CheckCompactionSignature, 0, "no usable compactor key")
 			return
 		}
@@ -229,11 +240,11 @@ var sourceProofAnswerMembers = []string{"source_proof", "compaction_index", "ecc
 // parseSourceProofDocument returns the source proof, unwrapping an API
 // answer, and the ECCR the answer names (nil for a bare proof).
 func parseSourceProofDocument(doc []byte) (*receipts.SourceProof, []byte, error) {
-	v, err := parseStrictJSON("source proof", doc)
+	jd, v, err := parseStrictJSON("source proof", doc)
 	if err != nil {
 		return nil, nil, &receipts.Error{Code: receipts.CodeSourceProofInvalid, Reason: "not strict JSON", Err: err}
 	}
-	if _, ok := v.get("source_proof"); !ok {
+	if v.Kind() != receipts.JSONObject || get(v, "source_proof") == nil {
 		sp, err := receipts.ParseSourceProof(doc)
 		return sp, nil, err
 	}
@@ -247,11 +258,13 @@ func parseSourceProofDocument(doc []byte) (*receipts.SourceProof, []byte, error)
 	if d.err != nil {
 		return nil, nil, &receipts.Error{Code: receipts.CodeSourceProofInvalid, Member: d.err.Member, Reason: d.err.Reason}
 	}
-	sp, err := receipts.ParseSourceProof(inner.raw)
+	raw, _ := jd.MemberBytes("source_proof")
+	sp, err := receipts.ParseSourceProof(raw)
 	if err != nil {
 		return nil, nil, err
 	}
-	return sp, eccr.raw, nil
+	raw, _ = jd.MemberBytes("eccr")
+	return sp, raw, nil
 }
 
 func checkSourceProof(l *checklist, c *receipts.Compaction, in SourceProofInput) {
@@ -288,25 +301,25 @@ func checkSourceProof(l *checklist, c *receipts.Compaction, in SourceProofInput)
 // a bare ECCR, another receipt, a document that does not parse — which
 // the caller then reads as it is.
 func SplitCompactionSubmission(b []byte) (eccr, manifest []byte, ok bool) {
-	v, err := parseStrictJSON("compaction submission", b)
-	if err != nil || v.kind != jobject {
+	jd, v, err := parseStrictJSON("compaction submission", b)
+	if err != nil || v.Kind() != receipts.JSONObject {
 		return nil, nil, false
 	}
-	e, has := v.get("eccr")
-	if !has || e.kind != jobject {
+	if e := get(v, "eccr"); e == nil || e.Kind() != receipts.JSONObject {
 		return nil, nil, false
 	}
-	for _, m := range v.members {
-		switch m.name {
+	for i := range v.Len() {
+		switch name, m := v.Member(i); name {
 		case "eccr":
 		case "manifest":
-			if m.val.kind != jobject {
+			if m.Kind() != receipts.JSONObject {
 				return nil, nil, false
 			}
-			manifest = m.val.raw
+			manifest, _ = jd.MemberBytes("manifest")
 		default:
 			return nil, nil, false
 		}
 	}
-	return e.raw, manifest, true
+	eccr, _ = jd.MemberBytes("eccr")
+	return eccr, manifest, true
 }

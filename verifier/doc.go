@@ -15,11 +15,13 @@
 //
 // # Projection records
 //
-// [VerifyProjection] runs §7 of the Memory Projection Record draft on one
-// record: structure, the pinned adapter key and signature, freshness under a
-// [VerificationPolicy], then, with [Material], the digests of the request,
-// policy and trust snapshot, the source objects, the native source results,
-// every fragment and the projection bytes, and last single use in a
+// [VerifyProjection] runs the verifier algorithm of the Memory Projection
+// Record draft (§7 of -00, §8 of -01, with the record rules -01 adds) on one
+// record: structure and consistent source results, the pinned adapter key
+// and signature, freshness under a [VerificationPolicy], then, with
+// [Material], the digests of the request, policy and trust snapshot, the
+// source objects, the native source results, every fragment and the
+// projection bytes (which must be UTF-8), and last single use in a
 // [Registry] — only for a record that passed everything else, so a refused
 // record never uses up its id. Missing material is reported as skipped.
 //

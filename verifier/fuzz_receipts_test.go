@@ -136,6 +136,7 @@ func FuzzVerifyProjectionMaterial(f *testing.F) {
 	material, policy := interopSeeds(f)
 	f.Add(material)
 	f.Add([]byte(`{"fragment_b64u_by_position":["AA"],"projection_b64u":"AA"}`))
+	f.Add([]byte(`{"fragment_b64u_by_position":["w6k","_w"],"projection_b64u":"w6n_"}`)) // UTF-8, then not
 	raw, _ := os.ReadFile(interopFile)
 	var v struct {
 		Pin        json.RawMessage `json:"adapter_pin"`

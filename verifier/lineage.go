@@ -19,6 +19,7 @@ type lineage struct {
 	ids         map[receipts.Kind]map[idHash]uint64 // first index of each id
 	compactions map[string]*lineageCompaction       // by compaction_event_id
 	itemIn      map[digest][]*lineageCompaction     // item → compactions including it, in log order
+	outputOf    map[digest][]*lineageCompaction     // compacted output → compactions producing it, in log order
 	tombstones  map[digest]*lineageTombstone        // by item (the first tombstone of each)
 	counts      Counts
 
@@ -65,6 +66,11 @@ type lineageCompaction struct {
 	supersedes   string
 	supersededBy string
 	supersededAt uint64
+	output       digest // compacted_output_hash
+	// erasedBy and erasedAt name the tombstone of output, which
+	// discharges the compaction whatever was purged.
+	erasedBy string
+	erasedAt uint64
 }
 
 type lineageTombstone struct {
@@ -90,6 +96,7 @@ func newLineage() *lineage {
 		},
 		compactions: map[string]*lineageCompaction{},
 		itemIn:      map[digest][]*lineageCompaction{},
+		outputOf:    map[digest][]*lineageCompaction{},
 		tombstones:  map[digest]*lineageTombstone{},
 	}
 }
@@ -118,6 +125,7 @@ type entryResult struct {
 	items      []digest // nil when the manifest is missing or refused
 	supersedes string
 	bloom      *receipts.BloomFilter
+	output     digest
 
 	// Tombstones.
 	item     digest
@@ -202,7 +210,13 @@ func (g *lineage) apply(e *entryResult, skew time.Duration) []Finding {
 			finding(receipts.CodeKeyExpired, "signature.kid", fmt.Sprintf("compactor key %s expired at %s, and the log logged this compaction after %s",
 				k.KID, receipts.FormatTimestamp(*k.ValidTo), receipts.FormatTimestamp(g.floor)), &Evidence{KID: k.KID, LoggedAfter: receipts.FormatTimestamp(g.floor)})
 		}
-		c := &lineageCompaction{id: e.id, index: e.index, root: e.root, items: e.items, supersedes: e.supersedes}
+		c := &lineageCompaction{id: e.id, index: e.index, root: e.root, items: e.items, supersedes: e.supersedes, output: e.output}
+		// Nor produce an output already erased.
+		if t, ok := g.tombstones[e.output]; ok {
+			finding(receipts.CodeItemPurged, "compacted_output_hash", fmt.Sprintf("produces output %s, tombstoned (erased) by %s at index %d", e.output, t.id, t.index),
+				&Evidence{Item: e.output.String(), TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt})
+			c.erasedBy, c.erasedAt = t.id, t.index
+		}
 		if e.items != nil {
 			// No compaction logged after a tombstone may include its item.
 			for _, it := range e.items {
@@ -218,16 +232,13 @@ func (g *lineage) apply(e *entryResult, skew time.Duration) []Finding {
 				finding(receipts.CodeSupersessionInvalid, f.member, f.detail, f.ev)
 			}
 		}
-		g.compactions[e.id] = c
-		for _, it := range e.items {
-			g.itemIn[it] = append(g.itemIn[it], c)
-		}
+		g.add(c)
 	case receipts.KindTombstone:
 		if t, ok := g.tombstones[e.item]; ok {
 			finding(receipts.CodeItemPurged, "item_digest", fmt.Sprintf("item %s was already tombstoned by %s at index %d", e.item, t.id, t.index),
 				&Evidence{Item: e.item.String(), TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt})
 		} else {
-			g.tombstones[e.item] = &lineageTombstone{id: e.id, index: e.index, item: e.item, purgedAt: e.purgedAt}
+			g.addTombstone(&lineageTombstone{id: e.id, index: e.index, item: e.item, purgedAt: e.purgedAt})
 		}
 	}
 	if !e.at.IsZero() {
@@ -236,6 +247,26 @@ func (g *lineage) apply(e *entryResult, skew time.Duration) []Finding {
 		}
 	}
 	return out
+}
+
+// add records compaction c.
+func (g *lineage) add(c *lineageCompaction) {
+	g.compactions[c.id] = c
+	for _, it := range c.items {
+		g.itemIn[it] = append(g.itemIn[it], c)
+	}
+	g.outputOf[c.output] = append(g.outputOf[c.output], c)
+}
+
+// addTombstone records tombstone t, the first of its item: the item is
+// purged, and so is the output of every compaction that produced it.
+func (g *lineage) addTombstone(t *lineageTombstone) {
+	g.tombstones[t.item] = t
+	for _, c := range g.outputOf[t.item] {
+		if c.erasedBy == "" {
+			c.erasedBy, c.erasedAt = t.id, t.index
+		}
+	}
 }
 
 func (e *entryResult) idMember() string {
@@ -268,6 +299,10 @@ func (g *lineage) supersede(c *lineageCompaction, e *entryResult) *lineageFailur
 		return &lineageFailure{"supersedes", fmt.Sprintf("compaction %s was already superseded by %s at index %d", target.id, target.supersededBy, target.supersededAt),
 			&Evidence{CompactionID: target.id, CompactionIndex: u64(target.index), FirstIndex: u64(target.supersededAt)}}
 	}
+	if target.erasedBy != "" {
+		return &lineageFailure{"supersedes", fmt.Sprintf("compaction %s was discharged when its output %s was tombstoned by %s at index %d", target.id, target.output, target.erasedBy, target.erasedAt),
+			&Evidence{CompactionID: target.id, CompactionIndex: u64(target.index), Item: target.output.String(), TombstoneID: target.erasedBy, TombstoneIndex: u64(target.erasedAt)}}
+	}
 	if target.items != nil && e.items != nil {
 		var want, purged []digest
 		for _, it := range target.items {
@@ -276,6 +311,10 @@ func (g *lineage) supersede(c *lineageCompaction, e *entryResult) *lineageFailur
 			} else {
 				want = append(want, it)
 			}
+		}
+		if len(want) == 0 {
+			return &lineageFailure{"supersedes", fmt.Sprintf("every item of compaction %s (%d items) was tombstoned before index %d, so no compaction can supersede it; a tombstone of its output %s discharges it",
+				target.id, len(target.items), e.index, target.output), &Evidence{CompactionID: target.id, CompactionIndex: u64(target.index), CompactedOutputHash: target.output.String()}}
 		}
 		if diff := firstDifference(want, e.items); diff != "" {
 			return &lineageFailure{"manifest", fmt.Sprintf("must be the manifest of %s (%d items) minus the %d items tombstoned since (%d items)%s",
@@ -309,8 +348,9 @@ func firstDifference(want, got []digest) string {
 }
 
 // Obligation is an erasure obligation still open: an item was tombstoned,
-// and a compaction that included it before the tombstone is not yet
-// superseded by one that excludes it.
+// and a compaction that included it before the tombstone is neither
+// superseded by one that excludes it nor erased (its compacted output
+// tombstoned).
 type Obligation struct {
 	Item            string `json:"item"`
 	TombstoneID     string `json:"tombstone_id"`
@@ -318,11 +358,39 @@ type Obligation struct {
 	PurgedAt        int64  `json:"purged_at"`
 	CompactionID    string `json:"compaction_id"`
 	CompactionIndex uint64 `json:"compaction_index"`
+	// CompactedOutputHash is the compaction's output: a tombstone of it
+	// discharges the obligation.
+	CompactedOutputHash string `json:"compacted_output_hash"`
+	// Discharge says what can discharge the obligation:
+	// DischargeSupersessionOrErasure, or DischargeErasure when every item
+	// of the compaction was purged, so that no compaction can supersede it
+	// (a manifest holds at least one item).
+	Discharge string `json:"discharge"`
 	// AgeSec is the time from purged_at to the audit time, in seconds.
 	AgeSec int64 `json:"age_sec"`
 	// Overdue is set once the age exceeds the grace period: the
 	// obligation is then a violation (obligation_overdue).
 	Overdue bool `json:"overdue"`
+}
+
+// The values of [Obligation.Discharge].
+const (
+	DischargeSupersessionOrErasure = "supersession_or_output_tombstone"
+	DischargeErasure               = "output_tombstone"
+)
+
+// fullyPurged reports whether every item of c is tombstoned (false when its
+// manifest could not be read).
+func (g *lineage) fullyPurged(c *lineageCompaction) bool {
+	if c.items == nil {
+		return false
+	}
+	for _, it := range c.items {
+		if _, ok := g.tombstones[it]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // obligations lists the open obligations at time at, oldest tombstone
@@ -337,20 +405,24 @@ func (g *lineage) obligations(at time.Time, grace time.Duration) ([]Obligation, 
 	sort.Slice(items, func(i, j int) bool { return items[i].index < items[j].index })
 	for _, t := range items {
 		for _, c := range g.itemIn[t.item] {
-			if c.index > t.index || c.supersededBy != "" {
+			if c.index > t.index || c.supersededBy != "" || c.erasedBy != "" {
 				continue
 			}
 			age := at.Unix() - t.purgedAt
 			o := Obligation{Item: t.item.String(), TombstoneID: t.id, TombstoneIndex: t.index, PurgedAt: t.purgedAt,
-				CompactionID: c.id, CompactionIndex: c.index, AgeSec: age, Overdue: age > int64(grace/time.Second)}
+				CompactionID: c.id, CompactionIndex: c.index, CompactedOutputHash: c.output.String(), Discharge: DischargeSupersessionOrErasure,
+				AgeSec: age, Overdue: age > int64(grace/time.Second)}
+			if g.fullyPurged(c) {
+				o.Discharge = DischargeErasure
+			}
 			out = append(out, o)
 			if o.Overdue {
 				findings = append(findings, Finding{Code: CodeObligationOverdue, Check: CheckObligations, Index: u64(c.index),
 					Kind: string(receipts.KindCompaction), ID: c.id,
-					Detail: fmt.Sprintf("item %s was tombstoned by %s at index %d (purged_at %s), %s ago, and compaction %s still includes it; the grace period is %s",
-						t.item, t.id, t.index, receipts.FormatTimestamp(time.Unix(t.purgedAt, 0)), formatAge(age), c.id, grace),
+					Detail: fmt.Sprintf("item %s was tombstoned by %s at index %d (purged_at %s), %s ago, and compaction %s still includes it; %s; the grace period is %s",
+						t.item, t.id, t.index, receipts.FormatTimestamp(time.Unix(t.purgedAt, 0)), formatAge(age), c.id, dischargeText(o), grace),
 					Evidence: &Evidence{Item: t.item.String(), TombstoneID: t.id, TombstoneIndex: u64(t.index), PurgedAt: t.purgedAt,
-						CompactionID: c.id, CompactionIndex: u64(c.index), AgeSec: age}})
+						CompactionID: c.id, CompactionIndex: u64(c.index), CompactedOutputHash: o.CompactedOutputHash, AgeSec: age}})
 			}
 		}
 	}
@@ -362,8 +434,17 @@ func describeObligation(o Obligation) string {
 	if o.Overdue {
 		state = "OVERDUE"
 	}
-	return fmt.Sprintf("%s: item %s (tombstone %s at index %d) still in compaction %s at index %d, %s old",
-		state, o.Item, o.TombstoneID, o.TombstoneIndex, o.CompactionID, o.CompactionIndex, formatAge(o.AgeSec))
+	return fmt.Sprintf("%s: item %s (tombstone %s at index %d) still in compaction %s at index %d, %s old; %s",
+		state, o.Item, o.TombstoneID, o.TombstoneIndex, o.CompactionID, o.CompactionIndex, formatAge(o.AgeSec), dischargeText(o))
+}
+
+// dischargeText says what can discharge an obligation.
+func dischargeText(o Obligation) string {
+	if o.Discharge == DischargeErasure {
+		return fmt.Sprintf("every item of %s has been purged, so no compaction can supersede it: only a tombstone of its output %s (the summary erased) discharges it",
+			o.CompactionID, o.CompactedOutputHash)
+	}
+	return fmt.Sprintf("a compaction superseding it without the purged items, or a tombstone of its output %s, discharges it", o.CompactedOutputHash)
 }
 
 // formatAge writes an age in seconds as a duration ("26h0m0s"), or in

@@ -74,7 +74,7 @@ func ParseMaterial(data []byte) (*Material, error) {
 	if len(data) > MaxMaterialSize {
 		return nil, &InputError{Document: docMaterial, Reason: "larger than " + strconv.Itoa(MaxMaterialSize) + " bytes"}
 	}
-	v, err := parseStrictJSON(docMaterial, data)
+	_, v, err := parseStrictJSON(docMaterial, data)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func ParseMaterial(data []byte) (*Material, error) {
 			r.SealedObjectDigest = d.str(d.member(no, "sealedObjectDigest"), path+".sealedObjectDigest")
 			r.DerivedTrust = d.str(d.member(no, "derivedTrust"), path+".derivedTrust")
 			r.Authorship = d.str(d.member(no, "authorship"), path+".authorship")
-			if a := d.member(no, "authorKeyIdB64u"); a != nil && a.kind != jnull {
+			if a := d.member(no, "authorKeyIdB64u"); a != nil && a.Kind() != receipts.JSONNull {
 				s := d.str(a, path+".authorKeyIdB64u")
 				r.AuthorKeyIDB64u = &s
 			}
@@ -264,7 +264,7 @@ func ParseVerificationPolicy(data []byte) (*VerificationPolicy, error) {
 	if len(data) > maxPolicySize {
 		return nil, &InputError{Document: docPolicy, Reason: "larger than 64 KiB"}
 	}
-	v, err := parseStrictJSON(docPolicy, data)
+	_, v, err := parseStrictJSON(docPolicy, data)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -283,7 +284,7 @@ func parsePolicy(text []byte) (*Policy, error) {
 			case "any":
 				g.Threshold = 1
 			default:
-				t, ok := parseDecimal(k)
+				t, ok := tlogfmt.ParseDecimal(k)
 				if !ok || t < 1 || t > uint64(len(members)) {
 					return nil, fail("group %q threshold %q is not all, any or a decimal from 1 to %d", name, k, len(members))
 				}
@@ -424,21 +425,6 @@ func vkeyID(name string, typedKey []byte) uint32 {
 	h.Write([]byte("\n"))
 	h.Write(typedKey)
 	return binary.BigEndian.Uint32(h.Sum(nil))
-}
-
-// parseDecimal parses an ASCII decimal with no sign and no leading zeroes
-// (unless the value is 0) that fits in a uint64.
-func parseDecimal(s string) (uint64, bool) {
-	if s == "" || len(s) > 1 && s[0] == '0' {
-		return 0, false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	return v, err == nil
 }
 
 // Logs returns the policy's logs, in file order.

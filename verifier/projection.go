@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memtrail/memtrail/receipts"
 )
@@ -32,6 +33,7 @@ const (
 const (
 	CheckStructure         = "structure"
 	CheckDeliveredOrder    = "delivered_order"
+	CheckSourceResults     = "source_results"
 	CheckExclusionCount    = "exclusion_count"
 	CheckNonclaims         = "nonclaims"
 	CheckAdapterKey        = "adapter_key"
@@ -106,22 +108,29 @@ func (r *ProjectionReport) Summary() string {
 // Projection Record draft on record and reports every step. The order of
 // the checks is the order of precedence of their codes:
 //
-//  1. the record's structure, then sequential positions, the exclusion
+//  1. the record's structure, then sequential positions, each entry's
+//     source result against the rules of draft -01 (section 4.3, and
+//     the source profile's: receipts.CheckSourceResult), the exclusion
 //     total and the four nonclaims (receipts.ParseProjectionRecord);
 //  2. the adapter key: pinned for the record's adapter and key id, not
 //     revoked at the verification time, valid at created_at; then the
 //     Ed25519 signature over the domain-separated canonical bytes;
 //  3. with a policy: trust_evaluated_at, then created_at, neither later
 //     than the verification time plus the clock skew nor older than the
-//     policy allows (trust_snapshot_stale, record_stale); the expected
-//     source and context-frame profiles;
+//     policy allows (trust_snapshot_stale, record_stale), and the trust
+//     evaluation no longer before created_at than the trust age allowed
+//     (trust_snapshot_stale: draft -01 section 4.1 bounds the interval
+//     between all three times); the expected source and context-frame
+//     profiles;
 //  4. with material: the digests of the recall request, the selection
 //     policy and the trust snapshot;
 //  5. the source-object digests, then the native trust, authorship and
 //     custody results, which the record must have preserved field for
 //     field;
 //  6. every fragment's digest, then the fragments' concatenation against
-//     the projection bytes, then the projection's length and digest;
+//     the projection bytes, then the projection's length and digest, then
+//     that it is UTF-8 (projection_encoding_invalid; draft -01 section
+//     4.3);
 //  7. single use of projection_id in the registry — last, and only when
 //     everything else passed, so a refused record never uses up its id.
 //
@@ -150,6 +159,7 @@ func VerifyProjection(ctx context.Context, record []byte, opts ProjectionOptions
 	}{
 		{CheckStructure, "", 1}, // any other code
 		{CheckDeliveredOrder, receipts.CodeDeliveredOrderInvalid, 6},
+		{CheckSourceResults, receipts.CodeSourceResultInvalid, 5},
 		{CheckExclusionCount, receipts.CodeExclusionCountMismatch, 7},
 		{CheckNonclaims, receipts.CodeNonclaimInvalid, 7},
 	}
@@ -237,11 +247,14 @@ func VerifyProjection(ctx context.Context, record []byte, opts ProjectionOptions
 		reg, err := opts.Registry.Register(ctx, r.ProjectionID, r.Canonical(), at)
 		var re *ReplayError
 		var ue *UnprovenError
+		var rf *RefusedError
 		switch {
 		case errors.As(err, &re):
 			l.fail(CheckSingleUse, 3, receipts.CodeProjectionReplay, "projection_id", re.Error())
 		case errors.As(err, &ue):
 			l.fail(CheckSingleUse, 3, ue.Code, "projection_id", ue.Error())
+		case errors.As(err, &rf):
+			l.fail(CheckSingleUse, 3, rf.Code, rf.Member, rf.Error())
 		case err != nil:
 			rep.Result = l.result()
 			return rep, fmt.Errorf("verifier: single use of %s: %w", r.ProjectionID, err)
@@ -274,7 +287,9 @@ func checkFreshness(l *checklist, r *receipts.ProjectionRecord, p *VerificationP
 	if p != nil && p.MaxClockSkew != nil {
 		skew = *p.MaxClockSkew
 	}
-	one := func(name, member string, t time.Time, max *time.Duration, stale receipts.Code, what string) {
+	// before is the time the checked time must not be older than, besides
+	// the verification time (zero for none).
+	one := func(name, member string, t time.Time, max *time.Duration, stale receipts.Code, what string, before time.Time, beforeName string) {
 		switch {
 		case p == nil:
 			l.skip(name, 3, "no verification policy")
@@ -286,6 +301,9 @@ func checkFreshness(l *checklist, r *receipts.ProjectionRecord, p *VerificationP
 		case at.Sub(t) > *max:
 			l.fail(name, 3, stale, member,
 				fmt.Sprintf("%s is %s old at %s; at most %s is allowed", what, at.Sub(t), receipts.FormatTimestamp(at), *max))
+		case !before.IsZero() && before.Sub(t) > *max:
+			l.fail(name, 3, stale, member,
+				fmt.Sprintf("%s is %s older than %s; at most %s is allowed", what, before.Sub(t), beforeName, *max))
 		default:
 			l.pass(name, 3, fmt.Sprintf("%s old, at most %s allowed", at.Sub(t), *max))
 		}
@@ -294,8 +312,9 @@ func checkFreshness(l *checklist, r *receipts.ProjectionRecord, p *VerificationP
 	if p != nil {
 		maxTrust, maxRecord = p.MaxTrustAge, p.MaxProjectionAge
 	}
-	one(CheckTrustFreshness, "selection_context.trust_evaluated_at", r.SelectionContext.TrustEvaluatedAt, maxTrust, receipts.CodeTrustSnapshotStale, "the trust evaluation")
-	one(CheckRecordFreshness, "created_at", r.CreatedAt, maxRecord, receipts.CodeRecordStale, "the record")
+	one(CheckTrustFreshness, "selection_context.trust_evaluated_at", r.SelectionContext.TrustEvaluatedAt, maxTrust, receipts.CodeTrustSnapshotStale, "the trust evaluation",
+		r.CreatedAt, "created_at")
+	one(CheckRecordFreshness, "created_at", r.CreatedAt, maxRecord, receipts.CodeRecordStale, "the record", time.Time{}, "")
 }
 
 func checkProfiles(l *checklist, r *receipts.ProjectionRecord, p *VerificationPolicy) {
@@ -462,12 +481,38 @@ func checkProjectionBytes(l *checklist, r *receipts.ProjectionRecord, fragments 
 			l.fail(CheckProjectionBytes, 6, receipts.CodeProjectionDigestMismatch, "projection", "the projection "+err.Error())
 			return
 		}
+		if !utf8Projection(l, projection) {
+			return
+		}
 		l.pass(CheckProjectionBytes, 6, fmt.Sprintf("%d bytes", len(projection)))
 	default:
 		if err := commitment(concat); err != nil {
 			l.fail(CheckProjectionBytes, 6, receipts.CodeProjectionConcatenationMismatch, "projection", "the concatenated fragments "+err.Error())
 			return
 		}
+		if !utf8Projection(l, concat) {
+			return
+		}
 		l.pass(CheckProjectionBytes, 6, fmt.Sprintf("%d bytes, from the fragments", len(concat)))
 	}
+}
+
+// utf8Projection checks that the projection bytes are UTF-8, the only
+// encoding of this version (draft -01 section 4.3: projection.encoding
+// is "utf-8" and nothing else is supported), and records the failure.
+func utf8Projection(l *checklist, b []byte) bool {
+	if utf8.Valid(b) {
+		return true
+	}
+	off := 0
+	for off < len(b) {
+		r, n := utf8.DecodeRune(b[off:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		off += n
+	}
+	l.fail(CheckProjectionBytes, 6, receipts.CodeProjectionEncodingInvalid, "projection.encoding",
+		fmt.Sprintf("is \"utf-8\", but the projection bytes are not UTF-8 (the first invalid sequence is at byte %d)", off))
+	return false
 }

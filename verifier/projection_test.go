@@ -632,8 +632,8 @@ func TestProjectionReportJSON(t *testing.T) {
 		t.Errorf("JSON report = %s", rep.JSON())
 	}
 	checks := back["checks"].([]any)
-	if len(checks) != 17 {
-		t.Errorf("%d checks, want 17", len(checks))
+	if len(checks) != 18 {
+		t.Errorf("%d checks, want 18", len(checks))
 	}
 	first := checks[0].(map[string]any)
 	if first["check"] != "structure" || first["outcome"] != "passed" || first["draft_step"] != 1.0 {

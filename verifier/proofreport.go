@@ -146,9 +146,10 @@ func recordCheckpoint(origin *string, size **uint64, root *string, witnesses *[]
 // tombstone, or a compaction submission {"eccr": …, "manifest": …} — and
 // returns its log leaf.
 func receiptLeaf(b []byte) ([]byte, receipts.Kind, string, error) {
-	if v, err := parseStrictJSON("receipt", b); err == nil && v.kind == jobject {
-		if e, ok := v.get("eccr"); ok && e.kind == jobject {
-			c, err := receipts.ParseCompaction(e.raw)
+	if jd, v, err := parseStrictJSON("receipt", b); err == nil && v.Kind() == receipts.JSONObject {
+		if e := get(v, "eccr"); e != nil && e.Kind() == receipts.JSONObject {
+			raw, _ := jd.MemberBytes("eccr")
+			c, err := receipts.ParseCompaction(raw)
 			if err != nil {
 				return nil, "", "", err
 			}

@@ -95,6 +95,24 @@ func (e *ReplayError) Unwrap() error {
 	return &receipts.Error{Code: receipts.CodeProjectionReplay, Member: "projection_id", Reason: e.Error()}
 }
 
+// RefusedError is a registry's refusal of the record itself. A log
+// verifies a record before it logs it, and refuses one it does not accept
+// (trust evaluated too long ago, a key it does not pin) with a closed code:
+// that is a verdict on the record, not a failure to answer, and a retry
+// gets the same one. [VerifyProjection] reports it as a failed single_use
+// check with the log's code.
+type RefusedError struct {
+	ProjectionID string
+	Registry     string
+	Code         receipts.Code
+	Member       string // the member the refusal names, or ""
+	Reason       string // the registry's detail
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%s refused to register %s: %s", e.Registry, e.ProjectionID, e.Reason)
+}
+
 // UnprovenError refuses a log's answer about a projection id that does not
 // come with the proof it needs: an inclusion proof of the logged record's
 // leaf, at the index the log named, in a checkpoint that opens under the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -20,7 +21,11 @@ import (
 const idRecord = 24
 
 // StateVersion is the state_version of an audit state file.
-const StateVersion = "memtrail-audit-state/v1"
+//
+// Version 2 records each compaction's compacted_output_hash, whose
+// tombstone discharges it; a version 1 state lacks it and is refused (audit
+// from the start again).
+const StateVersion = "memtrail-audit-state/v2"
 
 // An AuditState is what a log audit keeps to resume: the checkpoint it
 // audited and the compact range of the tree at that size (at most 64
@@ -29,7 +34,7 @@ const StateVersion = "memtrail-audit-state/v1"
 // the lineage state — every single-use id, every compaction and tombstone —
 // with the findings so far. Its JSON form, the state file:
 //
-//	{"state_version": "memtrail-audit-state/v1",
+//	{"state_version": "memtrail-audit-state/v2",
 //	 "origin": "example.com/log",
 //	 "tree_size": 1000000,
 //	 "root_hash": "<base64>",
@@ -40,7 +45,8 @@ const StateVersion = "memtrail-audit-state/v1"
 //	 "counts": {"projections": …, "compactions": …, "tombstones": …, "unparsed": …},
 //	 "ids": {"projection": "<base64>", "compaction": "<base64>", "tombstone": "<base64>"},
 //	 "compactions": [{"id": …, "index": …, "manifest_root": …, "items": [<digest>, …] | null,
-//	                  "supersedes": …, "superseded_by": …, "superseded_at": …}, …],
+//	                  "supersedes": …, "superseded_by": …, "superseded_at": …,
+//	                  "compacted_output_hash": …}, …],
 //	 "tombstones": [{"id": …, "index": …, "item": …, "purged_at": …}, …],
 //	 "finding_counts": {"<code>": <n>, …},
 //	 "findings": [<finding as in the report>, …]}
@@ -81,6 +87,7 @@ type StateCompaction struct {
 	Supersedes   string   `json:"supersedes"`
 	SupersededBy string   `json:"superseded_by"`
 	SupersededAt uint64   `json:"superseded_at"`
+	OutputHash   string   `json:"compacted_output_hash"`
 }
 
 // StateTombstone is a logged tombstone in an audit state.
@@ -132,7 +139,7 @@ var stateNames = func() map[string]bool {
 	// omitempty members do not show in a zero value.
 	for _, k := range []string{"index", "kind", "id", "member", "evidence", "leaf_hash", "committed_leaf_hash", "expected_root",
 		"computed_root", "bundle", "first_index", "item", "tombstone_id", "tombstone_index", "purged_at", "compaction_id",
-		"compaction_index", "manifest_root", "kid", "logged_after", "age_sec"} {
+		"compaction_index", "manifest_root", "compacted_output_hash", "kid", "logged_after", "age_sec"} {
 		m[k] = true
 	}
 	return m
@@ -141,29 +148,32 @@ var stateNames = func() map[string]bool {
 // checkStateNames checks every member name in exact case, except the keys
 // of finding_counts, which are data, and of ids, which are receipt kinds.
 func checkStateNames(v *jvalue, path string) error {
-	switch v.kind {
-	case jarray:
-		for i := range v.elems {
-			if err := checkStateNames(&v.elems[i], path+"[]"); err != nil {
+	switch v.Kind() {
+	case receipts.JSONArray:
+		for i := range v.Len() {
+			e := v.Elem(i)
+			if err := checkStateNames(&e, path+"[]"); err != nil {
 				return err
 			}
 		}
-	case jobject:
+	case receipts.JSONObject:
 		if path == "ids" || path == "finding_counts" {
 			if path == "ids" {
-				for _, m := range v.members {
-					if m.name != string(receipts.KindProjection) && m.name != string(receipts.KindCompaction) && m.name != string(receipts.KindTombstone) {
-						return &InputError{Document: docState, Member: "ids." + m.name, Reason: "unknown receipt kind"}
+				for i := range v.Len() {
+					name, _ := v.Member(i)
+					if name != string(receipts.KindProjection) && name != string(receipts.KindCompaction) && name != string(receipts.KindTombstone) {
+						return &InputError{Document: docState, Member: "ids." + name, Reason: "unknown receipt kind"}
 					}
 				}
 			}
 			return nil
 		}
-		for _, m := range v.members {
-			if !stateNames[m.name] {
-				return &InputError{Document: docState, Member: jpath(path, m.name), Reason: "unknown member"}
+		for i := range v.Len() {
+			name, m := v.Member(i)
+			if !stateNames[name] {
+				return &InputError{Document: docState, Member: receipts.MemberPath(path, name), Reason: "unknown member"}
 			}
-			if err := checkStateNames(&m.val, jpath(path, m.name)); err != nil {
+			if err := checkStateNames(&m, receipts.MemberPath(path, name)); err != nil {
 				return err
 			}
 		}
@@ -180,11 +190,11 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 	if len(data) > MaxStateSize {
 		return nil, &InputError{Document: docState, Reason: "larger than 4 GiB"}
 	}
-	v, err := parseStrictJSON(docState, data)
+	_, v, err := parseStrictJSON(docState, data)
 	if err != nil {
 		return nil, err
 	}
-	if v.kind != jobject {
+	if v.Kind() != receipts.JSONObject {
 		return nil, &InputError{Document: docState, Reason: "not a JSON object"}
 	}
 	if err := checkStateNames(v, ""); err != nil {
@@ -199,12 +209,15 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 	bad := func(member, format string, args ...any) error {
 		return &InputError{Document: docState, Member: member, Reason: fmt.Sprintf(format, args...)}
 	}
+	if j.Version == "memtrail-audit-state/v1" {
+		return nil, bad("state_version", "is %q, which does not record the compactions' outputs; audit the log from the start again (without the state) to write a %q state", j.Version, StateVersion)
+	}
 	if j.Version != StateVersion {
 		return nil, bad("state_version", "must be %q", StateVersion)
 	}
 	s := &AuditState{Origin: j.Origin, TreeSize: j.TreeSize, Checkpoint: []byte(j.Checkpoint), TrustDigest: j.TrustDigest, Counts: j.Counts,
 		Compactions: j.Compactions, Tombstones: j.Tombstones, Findings: j.Findings}
-	root, ok := decodeHash(j.RootHash)
+	root, ok := tlogfmt.ParseHash(j.RootHash)
 	if !ok {
 		return nil, bad("root_hash", "must be a base64 SHA-256 hash")
 	}
@@ -218,7 +231,7 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 		return nil, bad("checkpoint", "does not name the state's origin, tree size and root hash")
 	}
 	for i, h := range j.Range {
-		d, ok := decodeHash(h)
+		d, ok := tlogfmt.ParseHash(h)
 		if !ok {
 			return nil, bad(fmt.Sprintf("range[%d]", i), "must be a base64 SHA-256 hash")
 		}
@@ -258,9 +271,9 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 	}
 	for i, c := range s.Compactions {
 		p := fmt.Sprintf("compactions[%d]", i)
-		if !isPrintableID(c.ID) || !receipts.IsDigest(c.ManifestRoot) || c.Supersedes != "" && !isPrintableID(c.Supersedes) ||
+		if !isPrintableID(c.ID) || !receipts.IsDigest(c.ManifestRoot) || !receipts.IsDigest(c.OutputHash) || c.Supersedes != "" && !isPrintableID(c.Supersedes) ||
 			c.SupersededBy != "" && !isPrintableID(c.SupersededBy) {
-			return nil, bad(p, "has a malformed id or root")
+			return nil, bad(p, "has a malformed id, root or output")
 		}
 		if err := below(p+".index", c.Index); err != nil {
 			return nil, err
@@ -287,7 +300,7 @@ func ParseAuditState(data []byte) (*AuditState, error) {
 	}
 	s.FindingCounts = map[receipts.Code]uint64{}
 	for code, n := range j.FindingCounts {
-		if code == "" || hasControl(code) {
+		if code == "" || receipts.HasControl(code) {
 			return nil, bad("finding_counts", "has a malformed code")
 		}
 		s.FindingCounts[receipts.Code(code)] = n
@@ -393,21 +406,18 @@ func (a *auditor) resume(s *AuditState) error {
 	sort.Slice(cs, func(i, j int) bool { return cs[i].Index < cs[j].Index })
 	for _, sc := range cs {
 		c := &lineageCompaction{id: sc.ID, index: sc.Index, root: sc.ManifestRoot, supersedes: sc.Supersedes,
-			supersededBy: sc.SupersededBy, supersededAt: sc.SupersededAt}
+			supersededBy: sc.SupersededBy, supersededAt: sc.SupersededAt, output: receipts.DigestBytes(sc.OutputHash)}
 		if sc.Items != nil {
 			c.items = digestsOf(sc.Items)
 		}
-		g.compactions[c.id] = c
-		for _, it := range c.items {
-			g.itemIn[it] = append(g.itemIn[it], c)
-		}
+		g.add(c)
 	}
 	for _, st := range s.Tombstones {
 		item := receipts.DigestBytes(st.Item)
 		if _, dup := g.tombstones[item]; dup {
 			return fmt.Errorf("verifier: saved state: item %s is tombstoned twice", st.Item)
 		}
-		g.tombstones[item] = &lineageTombstone{id: st.ID, index: st.Index, item: item, purgedAt: st.PurgedAt}
+		g.addTombstone(&lineageTombstone{id: st.ID, index: st.Index, item: item, purgedAt: st.PurgedAt})
 	}
 	if s.TimeFloor != nil {
 		g.floor, g.hasFloor = *s.TimeFloor, true
@@ -452,7 +462,7 @@ func (a *auditor) state(trustDigest string) *AuditState {
 	}
 	for _, c := range a.g.compactions {
 		sc := StateCompaction{ID: c.id, Index: c.index, ManifestRoot: c.root, Supersedes: c.supersedes,
-			SupersededBy: c.supersededBy, SupersededAt: c.supersededAt}
+			SupersededBy: c.supersededBy, SupersededAt: c.supersededAt, OutputHash: c.output.String()}
 		if c.items != nil {
 			sc.Items = make([]string, len(c.items))
 			for i, it := range c.items {

@@ -1,16 +1,8 @@
 package verifier
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/memtrail/memtrail/receipts"
 )
@@ -36,156 +28,45 @@ func (e *InputError) Error() string {
 func (e *InputError) Is(target error) bool { return target == ErrMalformed }
 
 // The JSON documents this package reads (verification material and
-// policy, audit state, source-proof answers) are read strictly, like
-// receipts: valid UTF-8, one value, no duplicate member names, nesting of
-// at most maxJSONDepth, and closed member sets checked by jdec.
+// policy, audit state, source-proof answers) are read by the strict I-JSON
+// reader receipts are read with ([receipts.ReadJSON]), and closed member
+// sets are checked by jdec.
 
-const maxJSONDepth = 32
+// jvalue is one value of a parsed document.
+type jvalue = receipts.JSONValue
 
-type jkind uint8
+// maxJSONMembers caps the members of one object and the elements of one
+// array in these documents; their size caps bound them first.
+const maxJSONMembers = 1 << 30
 
-const (
-	jnull jkind = iota
-	jbool
-	jnumber
-	jstring
-	jarray
-	jobject
-)
-
-func (k jkind) String() string {
-	return [...]string{"null", "a boolean", "a number", "a string", "an array", "an object"}[k]
-}
-
-type jvalue struct {
-	kind    jkind
-	b       bool
-	num     string // the literal, for numbers
-	str     string
-	elems   []jvalue
-	members []jmember
-	raw     []byte // the value's bytes in the document, for objects read as raw
-}
-
-type jmember struct {
-	name string
-	val  jvalue
-}
-
-func (v *jvalue) get(name string) (*jvalue, bool) {
-	for i := range v.members {
-		if v.members[i].name == name {
-			return &v.members[i].val, true
-		}
-	}
-	return nil, false
-}
-
-// parseStrictJSON parses data as one strict JSON value.
-func parseStrictJSON(doc string, data []byte) (*jvalue, error) {
-	if !utf8.Valid(data) {
-		return nil, &InputError{Document: doc, Reason: "not valid UTF-8"}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	p := &jparser{dec: dec, data: data}
-	tok, err := dec.Token()
+// parseStrictJSON parses data as one strict I-JSON value.
+func parseStrictJSON(doc string, data []byte) (*receipts.JSONDocument, *jvalue, error) {
+	d, err := receipts.ReadJSON(data, maxJSONMembers, 0)
 	if err != nil {
-		return nil, &InputError{Document: doc, Reason: "not JSON: " + describeJSONError(err)}
+		return nil, nil, &InputError{Document: doc, Reason: "not strict I-JSON: " + err.Error()}
 	}
-	v, err := p.value(tok, 0)
-	if err != nil {
-		return nil, &InputError{Document: doc, Reason: err.Error()}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, &InputError{Document: doc, Reason: "more than one JSON value"}
-	}
-	return &v, nil
+	v := d.Value()
+	return d, &v, nil
 }
 
-func describeJSONError(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%v at byte %d", se, se.Offset)
+// get returns o's member name, or nil when it is absent.
+func get(o *jvalue, name string) *jvalue {
+	v, ok := o.Get(name)
+	if !ok {
+		return nil
 	}
-	if errors.Is(err, io.EOF) {
-		return "empty document"
-	}
-	return err.Error()
+	return &v
 }
 
-type jparser struct {
-	dec  *json.Decoder
-	data []byte
-}
-
-func (p *jparser) value(tok json.Token, depth int) (jvalue, error) {
-	if depth > maxJSONDepth {
-		return jvalue{}, fmt.Errorf("nested more than %d levels", maxJSONDepth)
+// article names a kind for a message: "an object", "a string".
+func article(k receipts.JSONKind) string {
+	if k == receipts.JSONArray || k == receipts.JSONObject {
+		return "an " + k.String()
 	}
-	switch t := tok.(type) {
-	case nil:
-		return jvalue{kind: jnull}, nil
-	case bool:
-		return jvalue{kind: jbool, b: t}, nil
-	case json.Number:
-		return jvalue{kind: jnumber, num: string(t)}, nil
-	case string:
-		return jvalue{kind: jstring, str: t}, nil
-	case json.Delim:
-		switch t {
-		case '[':
-			v := jvalue{kind: jarray}
-			for p.dec.More() {
-				tok, err := p.dec.Token()
-				if err != nil {
-					return jvalue{}, errors.New(describeJSONError(err))
-				}
-				e, err := p.value(tok, depth+1)
-				if err != nil {
-					return jvalue{}, err
-				}
-				v.elems = append(v.elems, e)
-			}
-			if _, err := p.dec.Token(); err != nil {
-				return jvalue{}, errors.New(describeJSONError(err))
-			}
-			return v, nil
-		case '{':
-			start := p.dec.InputOffset() - 1
-			v := jvalue{kind: jobject}
-			seen := map[string]bool{}
-			for p.dec.More() {
-				tok, err := p.dec.Token()
-				if err != nil {
-					return jvalue{}, errors.New(describeJSONError(err))
-				}
-				name, ok := tok.(string)
-				if !ok {
-					return jvalue{}, errors.New("object member name is not a string")
-				}
-				if seen[name] {
-					return jvalue{}, fmt.Errorf("duplicate member %q", name)
-				}
-				seen[name] = true
-				tok, err = p.dec.Token()
-				if err != nil {
-					return jvalue{}, errors.New(describeJSONError(err))
-				}
-				e, err := p.value(tok, depth+1)
-				if err != nil {
-					return jvalue{}, err
-				}
-				v.members = append(v.members, jmember{name: name, val: e})
-			}
-			if _, err := p.dec.Token(); err != nil {
-				return jvalue{}, errors.New(describeJSONError(err))
-			}
-			v.raw = p.data[start:p.dec.InputOffset()]
-			return v, nil
-		}
+	if k == receipts.JSONNull {
+		return "null"
 	}
-	return jvalue{}, fmt.Errorf("unexpected token %v", tok)
+	return "a " + k.String()
 }
 
 // jdec reads a parsed document, checking closed member sets and types. It
@@ -194,13 +75,6 @@ func (p *jparser) value(tok json.Token, depth int) (jvalue, error) {
 type jdec struct {
 	doc string
 	err *InputError
-}
-
-func jpath(parent, name string) string {
-	if parent == "" {
-		return name
-	}
-	return parent + "." + name
 }
 
 func (d *jdec) fail(path, format string, args ...any) {
@@ -215,36 +89,19 @@ func (d *jdec) object(v *jvalue, path string, required, optional []string) *jval
 	if d.err != nil {
 		return nil
 	}
-	if v == nil || v.kind != jobject {
+	if v == nil || v.Kind() != receipts.JSONObject {
 		kind := "missing"
 		if v != nil {
-			kind = v.kind.String()
+			kind = article(v.Kind())
 		}
 		d.fail(path, "must be an object, not %s", kind)
 		return nil
 	}
-	for _, name := range required {
-		if _, ok := v.get(name); !ok {
-			d.fail(jpath(path, name), "required member is missing")
-			return nil
-		}
-	}
-	for _, m := range v.members {
-		if !containsString(required, m.name) && !containsString(optional, m.name) {
-			d.fail(jpath(path, m.name), "unknown member (the member set is closed)")
-			return nil
-		}
+	if name, problem := v.CheckMembers(required, optional); problem != "" {
+		d.fail(receipts.MemberPath(path, name), "%s", problem)
+		return nil
 	}
 	return v
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // member returns o's member name, or nil when it is absent or decoding
@@ -253,63 +110,65 @@ func (d *jdec) member(o *jvalue, name string) *jvalue {
 	if d.err != nil || o == nil {
 		return nil
 	}
-	v, _ := o.get(name)
-	return v
+	return get(o, name)
 }
 
 func (d *jdec) str(v *jvalue, path string) string {
 	if d.err != nil {
 		return ""
 	}
-	if v == nil || v.kind != jstring {
+	if v == nil || v.Kind() != receipts.JSONString {
 		d.fail(path, "must be a string")
 		return ""
 	}
-	return v.str
+	return v.Str()
 }
 
 func (d *jdec) boolean(v *jvalue, path string) bool {
 	if d.err != nil {
 		return false
 	}
-	if v == nil || v.kind != jbool {
+	if v == nil || v.Kind() != receipts.JSONBool {
 		d.fail(path, "must be a boolean")
 		return false
 	}
-	return v.b
+	return v.Bool()
 }
 
-// integer reads an exact integer in [min, max]: no fraction, exponent or
-// minus zero.
+// integer reads an integer in [min, max] (the reader refuses fractions,
+// exponents and minus zero).
 func (d *jdec) integer(v *jvalue, path string, min, max int64) int64 {
 	if d.err != nil {
 		return 0
 	}
-	if v == nil || v.kind != jnumber || strings.ContainsAny(v.num, ".eE") || v.num == "-0" {
+	if v == nil || v.Kind() != receipts.JSONNumber {
 		d.fail(path, "must be an integer")
 		return 0
 	}
-	n, err := strconv.ParseInt(v.num, 10, 64)
-	if err != nil || n < min || n > max {
-		d.fail(path, "must be an integer in [%d, %d]", min, max)
-		return 0
+	if n := v.Int(); n >= min && n <= max {
+		return n
 	}
-	return n
+	d.fail(path, "must be an integer in [%d, %d]", min, max)
+	return 0
 }
 
 func (d *jdec) array(v *jvalue, path string, max int) []jvalue {
 	if d.err != nil {
 		return nil
 	}
-	if v == nil || v.kind != jarray {
+	if v == nil || v.Kind() != receipts.JSONArray {
 		d.fail(path, "must be an array")
 		return nil
 	}
-	if len(v.elems) > max {
-		d.fail(path, "has %d elements, more than the %d allowed", len(v.elems), max)
+	if v.Len() > max {
+		d.fail(path, "has %d elements, more than the %d allowed", v.Len(), max)
 		return nil
 	}
-	return v.elems
+	elems := make([]jvalue, v.Len())
+	for i := range elems {
+		elems[i] = v.Elem(i)
+	}
+	return elems
 }
 
 // b64u reads strict unpadded base64url: the URL alphabet only, no padding,
@@ -319,29 +178,15 @@ func (d *jdec) b64u(v *jvalue, path string) []byte {
 	if d.err != nil {
 		return nil
 	}
-	b, ok := decodeB64u(s)
+	b, ok := receipts.DecodeB64u(s)
 	if !ok {
 		d.fail(path, "must be unpadded base64url")
 		return nil
 	}
-	return b
-}
-
-func decodeB64u(s string) ([]byte, bool) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return nil, false
-		}
-	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil {
-		return nil, false
-	}
 	if b == nil {
 		b = []byte{}
 	}
-	return b, true
+	return b
 }
 
 // timestamp reads an RFC 3339 UTC timestamp as receipts write them.
@@ -373,20 +218,11 @@ func (d *jdec) text(v *jvalue, path string, max int) string {
 	if d.err != nil {
 		return ""
 	}
-	if s == "" || len(s) > max || hasControl(s) {
+	if s == "" || len(s) > max || receipts.HasControl(s) {
 		d.fail(path, "must be a non-empty string of at most %d bytes without control characters", max)
 		return ""
 	}
 	return s
-}
-
-func hasControl(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
-			return true
-		}
-	}
-	return false
 }
 
 // isPrintableID reports whether s is 1 to 2048 bytes of printable ASCII

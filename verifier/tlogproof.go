@@ -1,25 +1,21 @@
 package verifier
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
-const proofHeader = "c2sp.org/tlog-proof@v1"
-
 // Limits on a tlog-proof. An inclusion path in a tree of at most 2^64 leaves
 // has at most 64 hashes.
 const (
-	maxProofSize     = maxCheckpointSize + 64<<10
-	maxInclusionPath = 64
+	maxProofSize     = tlogfmt.MaxProofSize
+	maxInclusionPath = tlogfmt.MaxInclusionPath
 )
 
 var errMalformedProof error = malformedError("malformed tlog proof")
@@ -83,67 +79,11 @@ func ParseProof(b []byte) (*InclusionProof, error) {
 }
 
 func parseProof(b []byte) (*InclusionProof, bool) {
-	if len(b) > maxProofSize {
-		return nil, false
-	}
-	line := func() (string, bool) {
-		l, rest, ok := bytes.Cut(b, []byte("\n"))
-		if !ok || bytes.IndexByte(l, '\r') >= 0 {
-			return "", false
-		}
-		b = rest
-		return string(l), true
-	}
-	if l, ok := line(); !ok || l != proofHeader {
-		return nil, false
-	}
-	p := &InclusionProof{}
-	l, ok := line()
+	p, ok := tlogfmt.ParseProof(b)
 	if !ok {
 		return nil, false
 	}
-	if e, found := strings.CutPrefix(l, "extra "); found {
-		extra, err := base64.StdEncoding.Strict().DecodeString(e)
-		if err != nil || base64.StdEncoding.EncodeToString(extra) != e {
-			return nil, false
-		}
-		p.Extra = extra
-		if p.Extra == nil {
-			p.Extra = []byte{}
-		}
-		if l, ok = line(); !ok {
-			return nil, false
-		}
-	}
-	idx, found := strings.CutPrefix(l, "index ")
-	if !found {
-		return nil, false
-	}
-	if p.Index, ok = parseDecimal(idx); !ok {
-		return nil, false
-	}
-	for {
-		l, ok := line()
-		if !ok {
-			return nil, false
-		}
-		if l == "" {
-			break
-		}
-		if len(p.Path) == maxInclusionPath {
-			return nil, false
-		}
-		h, ok := decodeHash(l)
-		if !ok {
-			return nil, false
-		}
-		p.Path = append(p.Path, h[:])
-	}
-	if len(b) == 0 || b[len(b)-1] != '\n' {
-		return nil, false
-	}
-	p.Checkpoint = bytes.Clone(b)
-	return p, true
+	return (*InclusionProof)(p), true
 }
 
 // FormatProof encodes a tlog-proof without extra data: the leaf index, its
@@ -155,33 +95,12 @@ func parseProof(b []byte) (*InclusionProof, bool) {
 // checkpoint that does not end in a newline yields bytes that [ParseProof]
 // refuses.
 func FormatProof(index uint64, path [][]byte, checkpoint []byte) []byte {
-	return (&InclusionProof{Index: index, Path: path, Checkpoint: checkpoint}).Format()
+	return tlogfmt.FormatProof(index, path, checkpoint)
 }
 
 // Format encodes p as a tlog-proof. For any p returned by [ParseProof],
 // Format returns the bytes it was parsed from.
-func (p *InclusionProof) Format() []byte {
-	n := len(proofHeader) + 1 + len("index ") + 21 + len(p.Path)*45 + 1 + len(p.Checkpoint)
-	if p.Extra != nil {
-		n += len("extra ") + base64.StdEncoding.EncodedLen(len(p.Extra)) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, proofHeader+"\n"...)
-	if p.Extra != nil {
-		b = append(b, "extra "...)
-		b = base64.StdEncoding.AppendEncode(b, p.Extra)
-		b = append(b, '\n')
-	}
-	b = append(b, "index "...)
-	b = strconv.AppendUint(b, p.Index, 10)
-	b = append(b, '\n')
-	for _, h := range p.Path {
-		b = base64.StdEncoding.AppendEncode(b, h)
-		b = append(b, '\n')
-	}
-	b = append(b, '\n')
-	return append(b, p.Checkpoint...)
-}
+func (p *InclusionProof) Format() []byte { return (*tlogfmt.Proof)(p).Format() }
 
 // VerifyProof verifies a tlog-proof for the leaf whose RFC 6962 leaf hash is
 // leafHash (see [LeafHash]), under policy p, following the steps of
@@ -213,7 +132,8 @@ func VerifyProof(p *Policy, tlogProof []byte, leafHash []byte) (*InclusionProof,
 
 // LeafHash returns the RFC 6962 hash of a log entry, SHA-256(0x00 || entry).
 func LeafHash(entry []byte) []byte {
-	return rfc6962.DefaultHasher.HashLeaf(entry)
+	h := tlogfmt.LeafHash(entry)
+	return h[:]
 }
 
 // VerifyInclusion checks an RFC 6962 inclusion path for the leaf with hash

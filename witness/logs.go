@@ -123,6 +123,7 @@ func FormatLogs(logs []Log) []byte {
 type logSet struct {
 	logs      []Log
 	verifiers map[string]note.Verifiers // by origin
+	keys      map[string][]string       // by origin: its keys as "name+hash"
 }
 
 func newLogSet(logs []Log) (*logSet, error) {
@@ -142,9 +143,12 @@ func newLogSet(logs []Log) (*logSet, error) {
 		}
 		byOrigin[l.Origin] = append(byOrigin[l.Origin], v)
 	}
-	s := &logSet{logs: slices.Clone(logs), verifiers: make(map[string]note.Verifiers, len(byOrigin))}
+	s := &logSet{logs: slices.Clone(logs), verifiers: make(map[string]note.Verifiers, len(byOrigin)), keys: make(map[string][]string, len(byOrigin))}
 	for origin, vs := range byOrigin {
 		s.verifiers[origin] = note.VerifierList(vs...)
+		for _, v := range vs {
+			s.keys[origin] = append(s.keys[origin], fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash()))
+		}
 	}
 	return s, nil
 }

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"strconv"
-	"strings"
+
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 )
 
 const (
@@ -19,7 +20,7 @@ const (
 	// 2^63 leaves never needs more.
 	MaxProofLines = 63
 
-	hashSize = 32
+	hashSize = tlogfmt.HashSize
 )
 
 // maxTreeSize is the largest tree size accepted: sizes are stored and
@@ -74,11 +75,11 @@ func parseAddCheckpoint(body []byte) (*addCheckpointRequest, error) {
 		if len(r.proof) == MaxProofLines {
 			return nil, ErrMalformed
 		}
-		h, ok := parseHash(string(line))
+		h, ok := tlogfmt.ParseHash(string(line))
 		if !ok {
 			return nil, ErrMalformed
 		}
-		r.proof = append(r.proof, h)
+		r.proof = append(r.proof, h[:])
 	}
 	if len(rest) == 0 {
 		return nil, ErrMalformed
@@ -105,80 +106,14 @@ func formatAddCheckpoint(r *addCheckpointRequest) []byte {
 // parseSize parses a tree size: ASCII decimal, no sign, no leading zeroes
 // (the size zero is "0"), at most maxTreeSize.
 func parseSize(s string) (uint64, bool) {
-	if s == "" || len(s) > 1 && s[0] == '0' {
-		return 0, false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseUint(s, 10, 63)
-	if err != nil {
-		return 0, false
-	}
-	return n, true
+	n, ok := tlogfmt.ParseDecimal(s)
+	return n, ok && n <= maxTreeSize
 }
 
-// parseHash parses the standard, padded base64 encoding of a 32-byte hash,
-// refusing non-canonical encodings (which differ only in the unused low
-// bits of the last character).
-func parseHash(s string) ([]byte, bool) {
-	if len(s) != base64.StdEncoding.EncodedLen(hashSize) {
-		return nil, false
-	}
-	h, err := base64.StdEncoding.Strict().DecodeString(s)
-	if err != nil || len(h) != hashSize {
-		return nil, false
-	}
-	return h, true
-}
-
-// A checkpoint is the text of a c2sp.org/tlog-checkpoint note.
-type checkpoint struct {
-	origin string
-	size   uint64
-	hash   [hashSize]byte
-	// extension holds the extension lines, each with its newline, or is
-	// empty. They are opaque and cosigned as they are.
-	extension string
-}
-
-// parseCheckpoint parses checkpoint text: the origin line, the tree size,
-// the root hash and optional extension lines, each non-empty and ending in
-// a newline. The encoding is strict, so checkpoint.String gives back text
-// exactly.
-func parseCheckpoint(text string) (checkpoint, bool) {
-	var c checkpoint
-	origin, rest, ok := strings.Cut(text, "\n")
-	if !ok || origin == "" {
-		return c, false
-	}
-	sizeText, rest, ok := strings.Cut(rest, "\n")
-	if !ok {
-		return c, false
-	}
-	hashText, rest, ok := strings.Cut(rest, "\n")
-	if !ok {
-		return c, false
-	}
-	size, ok := parseSize(sizeText)
-	if !ok {
-		return c, false
-	}
-	h, ok := parseHash(hashText)
-	if !ok {
-		return c, false
-	}
-	if rest != "" && (!strings.HasSuffix(rest, "\n") || strings.HasPrefix(rest, "\n") || strings.Contains(rest, "\n\n")) {
-		return c, false
-	}
-	c.origin, c.size, c.extension = origin, size, rest
-	copy(c.hash[:], h)
-	return c, true
-}
-
-func (c checkpoint) String() string {
-	return c.origin + "\n" + strconv.FormatUint(c.size, 10) + "\n" +
-		base64.StdEncoding.EncodeToString(c.hash[:]) + "\n" + c.extension
+// parseCheckpoint parses checkpoint text (see [tlogfmt.ParseCheckpoint]) of
+// a tree of at most maxTreeSize leaves. The encoding is strict, so String
+// gives back the text exactly.
+func parseCheckpoint(text string) (*tlogfmt.Checkpoint, bool) {
+	c, ok := tlogfmt.ParseCheckpoint(text)
+	return c, ok && c.Size <= maxTreeSize
 }

@@ -143,10 +143,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
+	"github.com/memtrail/memtrail/internal/metricshttp"
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 	fnote "github.com/transparency-dev/formats/note"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -222,6 +227,10 @@ type Config struct {
 
 	// Logger receives structured logs. nil means slog.Default().
 	Logger *slog.Logger
+
+	// Version is the version memtrail_build_info reports at /metrics. Empty
+	// means the main module's version, or "(devel)".
+	Version string
 }
 
 // A Witness verifies and cosigns checkpoints. Its methods are safe for
@@ -311,7 +320,7 @@ func New(ctx context.Context, c Config) (*Witness, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /add-checkpoint", w.serveAddCheckpoint)
 	mux.HandleFunc("GET /checkpoint/{origin...}", w.serveCheckpoint)
-	mux.HandleFunc("GET /metrics", w.serveMetrics)
+	mux.Handle("GET /metrics", metricshttp.Handler(c.Version, collector{w}))
 	w.handler = mux
 	return w, nil
 }
@@ -389,26 +398,26 @@ func (w *Witness) loadLocked(ctx context.Context, origin string, st *logState) e
 		return fmt.Errorf("witness: couldn't load state of %q: %w", origin, err)
 	}
 	c, err := parseStored(stored)
-	if err != nil || c.origin != origin {
+	if err != nil || c.Origin != origin {
 		w.m.storeErrors.Add(1)
 		return fmt.Errorf("witness: stored checkpoint of %q is corrupt", origin)
 	}
-	st.stored, st.hash, st.loaded = stored, c.hash, true
-	st.size.Store(c.size)
+	st.stored, st.hash, st.loaded = stored, c.Hash, true
+	st.size.Store(c.Size)
 	st.sizeKnown.Store(true)
 	return nil
 }
 
 // parseStored parses the checkpoint text of a stored note. The store is
 // trusted, so the signatures are not verified again.
-func parseStored(stored []byte) (checkpoint, error) {
+func parseStored(stored []byte) (*tlogfmt.Checkpoint, error) {
 	i := bytes.LastIndex(stored, []byte("\n\n"))
 	if i < 0 {
-		return checkpoint{}, ErrMalformed
+		return nil, ErrMalformed
 	}
 	c, ok := parseCheckpoint(string(stored[:i+1]))
 	if !ok {
-		return checkpoint{}, ErrMalformed
+		return nil, ErrMalformed
 	}
 	return c, nil
 }
@@ -425,7 +434,8 @@ func (w *Witness) AddCheckpoint(ctx context.Context, body []byte) ([]byte, error
 		return nil, err
 	}
 	origin, _, _ := bytes.Cut(req.note, []byte("\n"))
-	verifiers, ok := w.logs.Load().verifiers[string(origin)]
+	known := w.logs.Load()
+	verifiers, ok := known.verifiers[string(origin)]
 	if !ok {
 		return nil, ErrUnknownLog
 	}
@@ -433,8 +443,12 @@ func (w *Witness) AddCheckpoint(ctx context.Context, body []byte) ([]byte, error
 	if err != nil {
 		var unverified *note.UnverifiedNoteError
 		var invalid *note.InvalidSignatureError
-		if errors.As(err, &unverified) || errors.As(err, &invalid) {
-			return nil, ErrInvalidSignature
+		switch {
+		case errors.As(err, &unverified):
+			return nil, fmt.Errorf("%w: the witness knows this origin by the key %s; the checkpoint is signed by %s",
+				ErrInvalidSignature, strings.Join(known.keys[string(origin)], " or "), signatureNames(unverified.Note.UnverifiedSigs))
+		case errors.As(err, &invalid):
+			return nil, fmt.Errorf("%w: the signature by %s+%08x does not verify", ErrInvalidSignature, printable(invalid.Name), invalid.Hash)
 		}
 		return nil, ErrMalformed
 	}
@@ -442,17 +456,17 @@ func (w *Witness) AddCheckpoint(ctx context.Context, body []byte) ([]byte, error
 	if !ok || c.String() != n.Text {
 		return nil, ErrMalformed
 	}
-	if req.oldSize > c.size {
+	if req.oldSize > c.Size {
 		return nil, ErrOldSize
 	}
-	if c.size == 0 && c.hash != emptyRoot {
+	if c.Size == 0 && c.Hash != emptyRoot {
 		return nil, fmt.Errorf("%w: size 0 with a root that is not the empty tree's", ErrInconsistent)
 	}
 
-	st := w.state(c.origin)
+	st := w.state(c.Origin)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if err := w.loadLocked(ctx, c.origin, st); err != nil {
+	if err := w.loadLocked(ctx, c.Origin, st); err != nil {
 		return nil, err
 	}
 	size := st.size.Load()
@@ -462,7 +476,7 @@ func (w *Witness) AddCheckpoint(ctx context.Context, body []byte) ([]byte, error
 	if err := checkConsistency(req, size, st.hash, c); err != nil {
 		st.inconsistent.Add(1)
 		w.log.WarnContext(ctx, "refused a validly signed checkpoint inconsistent with the cosigned one",
-			"origin", c.origin, "reason", err, "cosigned", string(st.stored), "request", string(body))
+			"origin", c.Origin, "reason", err, "cosigned", string(st.stored), "request", string(body))
 		return nil, err
 	}
 
@@ -471,30 +485,30 @@ func (w *Witness) AddCheckpoint(ctx context.Context, body []byte) ([]byte, error
 		return nil, err
 	}
 	if w.testingOnlyBeforeStore != nil {
-		w.testingOnlyBeforeStore(c.origin)
+		w.testingOnlyBeforeStore(c.Origin)
 	}
-	if err := w.store.CompareAndSwap(ctx, c.origin, st.stored, signed); err != nil {
+	if err := w.store.CompareAndSwap(ctx, c.Origin, st.stored, signed); err != nil {
 		// Whatever happened, the cached state can't be trusted any more: the
 		// write may have landed, or the store may have changed under us.
 		st.loaded = false
 		st.sizeKnown.Store(false)
 		w.m.storeErrors.Add(1)
 		w.log.ErrorContext(ctx, "couldn't store the new checkpoint; no cosignature issued",
-			"origin", c.origin, "size", c.size, "error", err)
+			"origin", c.Origin, "size", c.Size, "error", err)
 		return nil, fmt.Errorf("witness: couldn't store checkpoint: %w", err)
 	}
 	if size == 0 && st.stored == nil {
-		w.log.InfoContext(ctx, "cosigned the first checkpoint of a log", "origin", c.origin, "size", c.size)
+		w.log.InfoContext(ctx, "cosigned the first checkpoint of a log", "origin", c.Origin, "size", c.Size)
 	}
-	st.stored, st.hash = signed, c.hash
-	st.size.Store(c.size)
+	st.stored, st.hash = signed, c.Hash
+	st.size.Store(c.Size)
 	st.cosignatures.Add(1)
 	return line, nil
 }
 
 // checkConsistency checks that the checkpoint c, submitted with req, is
 // consistent with the cosigned state of size and root hash.
-func checkConsistency(req *addCheckpointRequest, size uint64, hash [hashSize]byte, c checkpoint) error {
+func checkConsistency(req *addCheckpointRequest, size uint64, hash [hashSize]byte, c *tlogfmt.Checkpoint) error {
 	switch {
 	case req.oldSize == 0:
 		// Nothing was cosigned yet, or only the empty tree, which every tree
@@ -502,15 +516,15 @@ func checkConsistency(req *addCheckpointRequest, size uint64, hash [hashSize]byt
 		if len(req.proof) != 0 {
 			return fmt.Errorf("%w: non-empty proof from size 0", ErrInconsistent)
 		}
-	case req.oldSize == c.size:
+	case req.oldSize == c.Size:
 		if len(req.proof) != 0 {
 			return fmt.Errorf("%w: non-empty proof between equal sizes", ErrInconsistent)
 		}
-		if c.hash != hash {
+		if c.Hash != hash {
 			return fmt.Errorf("%w: root hash differs from the cosigned one at size %d", ErrInconsistent, size)
 		}
 	default:
-		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, size, c.size, req.proof, hash[:], c.hash[:]); err != nil {
+		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, size, c.Size, req.proof, hash[:], c.Hash[:]); err != nil {
 			return fmt.Errorf("%w: %w", ErrInconsistent, err)
 		}
 	}
@@ -557,6 +571,32 @@ func (w *Witness) Checkpoint(ctx context.Context, origin string) ([]byte, error)
 		return nil, ErrNotFound
 	}
 	return bytes.Clone(st.stored), nil
+}
+
+// signatureNames names a checkpoint's signature lines as "name+hash".
+func signatureNames(sigs []note.Signature) string {
+	if len(sigs) == 0 {
+		return "no key"
+	}
+	const most = 8
+	var names []string
+	for i, s := range sigs {
+		if i == most {
+			names = append(names, fmt.Sprintf("and %d more", len(sigs)-most))
+			break
+		}
+		names = append(names, fmt.Sprintf("%s+%08x", printable(s.Name), s.Hash))
+	}
+	return strings.Join(names, ", ")
+}
+
+// printable quotes a key name from a request that a terminal would not
+// show as it is.
+func printable(name string) string {
+	if strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 func (w *Witness) serveAddCheckpoint(rw http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/promtest"
 	"github.com/memtrail/memtrail/witness"
 	"github.com/memtrail/memtrail/witness/internal/witnesstest"
 	"golang.org/x/mod/sumdb/note"
@@ -463,11 +464,11 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("GET /metrics = %d %q", r.code, r.contentType)
 	}
 	for _, want := range []string{
-		`memtrail_witness_http_requests_total{endpoint="add-checkpoint",code="200"} 2`,
-		`memtrail_witness_http_requests_total{endpoint="add-checkpoint",code="409"} 1`,
-		`memtrail_witness_http_requests_total{endpoint="add-checkpoint",code="400"} 1`,
-		`memtrail_witness_http_requests_total{endpoint="add-checkpoint",code="422"} 1`,
-		`memtrail_witness_http_requests_total{endpoint="checkpoint",code="200"} 1`,
+		`memtrail_witness_http_requests_total{code="200",endpoint="add-checkpoint"} 2`,
+		`memtrail_witness_http_requests_total{code="409",endpoint="add-checkpoint"} 1`,
+		`memtrail_witness_http_requests_total{code="400",endpoint="add-checkpoint"} 1`,
+		`memtrail_witness_http_requests_total{code="422",endpoint="add-checkpoint"} 1`,
+		`memtrail_witness_http_requests_total{code="200",endpoint="checkpoint"} 1`,
 		`memtrail_witness_add_checkpoint_duration_seconds_count 5`,
 		`memtrail_witness_add_checkpoint_duration_seconds_bucket{le="+Inf"} 5`,
 		`memtrail_witness_cosignatures_total{origin="example.com/\"quoted\"\\log"} 2`,
@@ -476,9 +477,36 @@ func TestMetrics(t *testing.T) {
 		`memtrail_witness_known_logs 1`,
 		`memtrail_witness_store_errors_total 0`,
 		"# TYPE memtrail_witness_checkpoint_size gauge",
+		"# TYPE memtrail_build_info gauge",
+		"# TYPE go_goroutines gauge",
 	} {
 		if !strings.Contains(string(r.body), want+"\n") {
 			t.Errorf("metrics lack %q; got:\n%s", want, r.body)
 		}
+	}
+	promtest.Check(t, r.body)
+}
+
+// TestForbiddenNamesKeys: a 403 names the key the witness knows the origin
+// by and the keys the checkpoint is signed by.
+func TestForbiddenNamesKeys(t *testing.T) {
+	l := newSimLog(t, testOrigin)
+	l.GrowTo(10)
+	impostor := newSimLog(t, testOrigin)
+	impostor.GrowTo(10)
+	h := newHarness(t, l.WitnessLog())
+	r := h.post(impostor.Request(0, 10))
+	want := []string{
+		fmt.Sprintf("knows this origin by the key %s+%08x", l.Signer.Name(), l.Signer.KeyHash()),
+		fmt.Sprintf("signed by %s+%08x", impostor.Signer.Name(), impostor.Signer.KeyHash()),
+	}
+	for _, w := range want {
+		if r.code != 403 || !strings.Contains(string(r.body), w) {
+			t.Errorf("add-checkpoint = %d %q; want 403 saying %q", r.code, r.body, w)
+		}
+	}
+	r = h.post(alterSignature(l.Request(0, 10)))
+	if w := fmt.Sprintf("signature by %s+%08x does not verify", l.Signer.Name(), l.Signer.KeyHash()); r.code != 403 || !strings.Contains(string(r.body), w) {
+		t.Errorf("add-checkpoint with an altered signature = %d %q; want 403 saying %q", r.code, r.body, w)
 	}
 }

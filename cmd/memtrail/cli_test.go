@@ -19,6 +19,7 @@ import (
 	"github.com/memtrail/memtrail/internal/gen"
 	mlog "github.com/memtrail/memtrail/log"
 	"github.com/memtrail/memtrail/receipts"
+	"github.com/memtrail/memtrail/verifier"
 )
 
 // runCLI runs the built binary in dir and returns its exit status,
@@ -190,7 +191,7 @@ func TestCLISubmitProofPending(t *testing.T) {
 			t.Errorf("submit %v: no proof_pending:\n%s", flags, out)
 		}
 		want := fmt.Sprintf("memtrail proof --log %s --index %d", cl.url, i)
-		if !strings.Contains(errOut, "1 of 1 entries were logged but have no proof yet") || !strings.Contains(errOut, want) {
+		if !strings.Contains(errOut, "1 of 1 entry was logged but has no proof yet") || !strings.Contains(errOut, want) {
 			t.Errorf("submit %v: does not say how to fetch the proof later (%q):\n%s", flags, want, errOut)
 		}
 		if _, err := os.Stat(filepath.Join(cl.dir, "proofs", "p.json.tlog-proof")); err == nil {
@@ -238,7 +239,7 @@ func TestCLISubmitLocalRefusals(t *testing.T) {
 	}
 	for f, w := range want {
 		code, out, errOut := runCLI(t, cl.dir, "submit", "--log", cl.url, f)
-		if code != 1 || strings.TrimSpace(out) != w || !strings.Contains(errOut, "1 of 1 submissions were not logged") {
+		if code != 1 || strings.TrimSpace(out) != w || !strings.Contains(errOut, "1 of 1 submission was not logged") {
 			t.Errorf("submit %s: exit %d\n%s%s\nwant %q", f, code, out, errOut, w)
 		}
 		code, out, _ = runCLI(t, cl.dir, "submit", "--json", "--log", cl.url, f)
@@ -474,5 +475,238 @@ func TestCLIProofByID(t *testing.T) {
 	}
 	if code, _, errOut := runCLI(t, cl.dir, "proof", "--log", cl.url, "--tombstone", "urn:t:a/1", "--index", "2"); code != 2 || !strings.Contains(errOut, "--tombstone") {
 		t.Errorf("proof with --tombstone and --index: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestCLIEraseFullyPurgedCompaction: a compaction whose every item was
+// purged cannot be superseded; "verify log" says that only a tombstone of
+// its output discharges it, and once that tombstone is logged the audit
+// passes.
+func TestCLIEraseFullyPurgedCompaction(t *testing.T) {
+	tl := newVTLog(t)
+	srv := httptest.NewServer(api.New(tl.l, api.Config{Logger: vtQuietLogger()}).Handler())
+	defer srv.Close()
+	compactor, issuer := filepath.Join(tl.dir, "compactor.pem"), filepath.Join(tl.dir, "issuer.pem")
+	for path, k := range map[string]ed25519.PrivateKey{compactor: tl.s.Compactor, issuer: tl.s.Issuer} {
+		if err := receipts.WritePrivateKeyFile(path, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := receipts.Digest([]byte("memory a")), receipts.Digest([]byte("memory b"))
+	manifest := writeFile(t, tl.dir, "m.txt", []byte(a+" INTERNAL\n"+b+" PUBLIC\n"))
+	summary := writeFile(t, tl.dir, "summary.txt", []byte("a and b, summarised"))
+	output := receipts.Digest([]byte("a and b, summarised"))
+	sign := func(name string, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, tl.dir, append([]string{"sign"}, args...)...)
+		if code != 0 {
+			t.Fatalf("sign %v: exit %d\n%s", args, code, errOut)
+		}
+		return writeFile(t, tl.dir, name, []byte(out))
+	}
+	submit := func(files ...string) {
+		t.Helper()
+		code, out, errOut := runCLI(t, tl.dir, append([]string{"submit", "--log", srv.URL}, files...)...)
+		if code != 0 {
+			t.Fatalf("submit %v: exit %d\n%s%s", files, code, out, errOut)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		size, err := tl.l.IntegratedSize(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tl.l.WaitPublished(ctx, size-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := fmt.Sprint(time.Now().Add(-time.Hour).Unix())
+	submit(sign("c.json", "compaction", "--key", compactor, "--manifest", manifest, "--output", summary, "--id", "urn:c:gone", "--trust", tl.trust),
+		sign("ta.json", "tombstone", "--key", issuer, "--item", a, "--purged-at", old),
+		sign("tb.json", "tombstone", "--key", issuer, "--item", b, "--purged-at", old))
+
+	audit := []string{"verify", "log", "--log", srv.URL, "--policy", tl.policy, "--trust", tl.trust, "--grace", "0"}
+	code, out, errOut := runCLI(t, tl.dir, audit...)
+	if code != 1 || vtResult(t, out) != "obligation_overdue" {
+		t.Fatalf("audit with every item purged: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep verifier.AuditReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Obligations) != 2 || rep.Obligations[0].Discharge != verifier.DischargeErasure || rep.Obligations[0].CompactedOutputHash != output {
+		t.Errorf("obligations = %+v; want both discharged only by a tombstone of %s", rep.Obligations, output)
+	}
+	if !strings.Contains(errOut, "only a tombstone of its output "+output) {
+		t.Errorf("the summary does not say how to discharge the obligation:\n%s", errOut)
+	}
+	// The log refuses a superseder, and names the output to tombstone.
+	code, out, errOut = runCLI(t, tl.dir, "submit", "--log", srv.URL,
+		sign("c2.json", "compaction", "--key", compactor, "--manifest", writeFile(t, tl.dir, "m2.txt", []byte(receipts.Digest([]byte("c"))+" PUBLIC\n")),
+			"--supersedes", "urn:c:gone", "--purged", a, "--purged", b))
+	if code == 0 || !strings.Contains(out+errOut, "supersession_invalid") || !strings.Contains(out+errOut, output) {
+		t.Errorf("superseding a fully purged compaction: exit %d\n%s%s", code, out, errOut)
+	}
+
+	submit(sign("tout.json", "tombstone", "--key", issuer, "--item", output))
+	code, out, errOut = runCLI(t, tl.dir, audit...)
+	if code != 0 || !strings.Contains(out, `"open_obligations": []`) {
+		t.Fatalf("audit after the output's tombstone: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestCLISignCompactionPurgedStillInManifest: "sign compaction" refuses a
+// --purged item that its manifest still holds, naming the rule; it says
+// what retention_purge_epoch is when no item expires.
+func TestCLISignCompactionPurgedStillInManifest(t *testing.T) {
+	dir := t.TempDir()
+	s := gen.Deterministic(3)
+	key := filepath.Join(dir, "compactor.pem")
+	if err := receipts.WritePrivateKeyFile(key, s.Compactor); err != nil {
+		t.Fatal(err)
+	}
+	a, b := receipts.Digest([]byte("a")), receipts.Digest([]byte("b"))
+	manifest := writeFile(t, dir, "m.txt", []byte(a+" PUBLIC\n"+b+" PUBLIC\n"))
+	code, out, errOut := runCLI(t, dir, "sign", "compaction", "--key", key, "--manifest", manifest, "--supersedes", "urn:c:0", "--purged", b)
+	if code != 1 || out != "" || !strings.Contains(errOut, "--purged "+b+" is still item 1 of the manifest") || !strings.Contains(errOut, "minus the items purged") {
+		t.Errorf("--purged item still in the manifest: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, dir, "sign", "compaction", "--key", key, "--manifest", manifest, "--supersedes", "urn:c:0", "--purged", "sha256:abc")
+	if code != 1 || !strings.Contains(errOut, `--purged "sha256:abc"`) {
+		t.Errorf("malformed --purged: exit %d\n%s", code, errOut)
+	}
+	code, out, errOut = runCLI(t, dir, "sign", "compaction", "--key", key, "--manifest", manifest)
+	if code != 0 || !strings.Contains(errOut, "retention_purge_epoch is 4102444800 (2100-01-01T00:00:00Z)") || !strings.Contains(out, `"retention_purge_epoch":4102444800`) {
+		t.Errorf("no expiry: exit %d\n%s%s", code, out, errOut)
+	}
+	expiring := writeFile(t, dir, "e.txt", []byte(a+" PUBLIC 1796083200\n"))
+	if code, _, errOut = runCLI(t, dir, "sign", "compaction", "--key", key, "--manifest", expiring); code != 0 || strings.Contains(errOut, "retention_purge_epoch is") {
+		t.Errorf("an expiring item: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestCLIKeyRoles: a key registered in one role that signs a receipt of
+// another role is refused as a key of the wrong role, by the log and by
+// "verify receipt"; a proof under a policy with another key for the log's
+// origin names both keys.
+func TestCLIKeyRoles(t *testing.T) {
+	cl := newCLILog(t, 100*time.Millisecond, 5*time.Second, nil)
+	manifest := writeFile(t, cl.dir, "m.txt", []byte(receipts.Digest([]byte("x"))+" PUBLIC\n"))
+	code, out, errOut := runCLI(t, cl.dir, "sign", "compaction", "--key", cl.is, "--manifest", manifest)
+	if code != 0 {
+		t.Fatalf("sign compaction: exit %d\n%s", code, errOut)
+	}
+	comp := writeFile(t, cl.dir, "c.json", []byte(out))
+	code, out, errOut = runCLI(t, cl.dir, "sign", "tombstone", "--key", cl.compactor, "--item", receipts.Digest([]byte("x")))
+	if code != 0 {
+		t.Fatalf("sign tombstone: exit %d\n%s", code, errOut)
+	}
+	tomb := writeFile(t, cl.dir, "t.json", []byte(out))
+	for file, want := range map[string]string{
+		comp: "is the kid of an issuer key, not of a compactor key",
+		tomb: "is the kid of a compactor key, not of an issuer key",
+	} {
+		code, out, errOut := runCLI(t, cl.dir, "submit", "--log", cl.url, file)
+		if code != 1 || !strings.Contains(out+errOut, "key_not_pinned") || !strings.Contains(out+errOut, want) {
+			t.Errorf("submit %s signed by the wrong role: exit %d\n%s%s\nwant it to say %q", filepath.Base(file), code, out, errOut, want)
+		}
+		code, out, errOut = runCLI(t, cl.dir, "verify", "receipt", file, "--trust", cl.trust)
+		if code != 1 || !strings.Contains(out+errOut, want) {
+			t.Errorf("verify receipt %s: exit %d\n%s%s\nwant it to say %q", filepath.Base(file), code, out, errOut, want)
+		}
+	}
+
+	// A proof checked under a policy that names another key for the origin.
+	code, out, errOut = runCLI(t, cl.dir, "sign", "projection", "--key", cl.adapter)
+	if code != 0 {
+		t.Fatalf("sign projection: exit %d\n%s", code, errOut)
+	}
+	rec := writeFile(t, cl.dir, "p.json", []byte(out))
+	if code, out, errOut = runCLI(t, cl.dir, "submit", "--log", cl.url, "--proof-dir", cl.dir, rec); code != 0 {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errOut)
+	}
+	_, other, err := mlog.GenerateLogKey(cl.l.Origin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := writeFile(t, cl.dir, "other.policy", []byte("log "+other+"\nquorum none\n"))
+	keyName := func(vkey string) string { p := strings.SplitN(vkey, "+", 3); return p[0] + "+" + p[1] }
+	code, out, errOut = runCLI(t, cl.dir, "verify", "proof", rec+".tlog-proof", "--receipt", rec, "--policy", policy)
+	for _, want := range []string{"expects a signature by " + keyName(other), "signed by " + keyName(cl.l.VerifierKey())} {
+		if code != 1 || !strings.Contains(out+errOut, want) {
+			t.Errorf("verify proof under another key: exit %d\n%s%s\nwant it to say %q", code, out, errOut, want)
+		}
+	}
+}
+
+// TestCLIVerifyProjectionLogRefuses: a record the log refuses gets one
+// verdict, the log's, in the JSON report on standard output, with exit
+// status 1 and no advice to retry.
+func TestCLIVerifyProjectionLogRefuses(t *testing.T) {
+	cl := newCLILog(t, 100*time.Millisecond, 5*time.Second, func(tr *receipts.Trust) { tr.Freshness.MaxTrustAge = time.Second })
+	code, out, errOut := runCLI(t, cl.dir, "sign", "projection", "--key", cl.adapter)
+	if code != 0 {
+		t.Fatalf("sign projection: exit %d\n%s", code, errOut)
+	}
+	rec := writeFile(t, cl.dir, "p.json", []byte(out))
+	policy := writeFile(t, cl.dir, "log.policy", []byte("log "+cl.l.VerifierKey()+"\nquorum none\n"))
+	time.Sleep(1500 * time.Millisecond) // the log now finds the trust evaluation stale; the verifier's default allows it
+	code, out, errOut = runCLI(t, cl.dir, "verify", "projection", rec, "--trust", cl.trust, "--log", cl.url, "--log-policy", policy)
+	if code != 1 || vtResult(t, out) != "trust_snapshot_stale" {
+		t.Fatalf("verify projection --log on a record the log refuses: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "VALID") || strings.Contains(errOut, "error:") || strings.Contains(errOut, "again") || !strings.Contains(errOut, "refused to register") {
+		t.Errorf("the summary does not give the log's verdict alone:\n%s", errOut)
+	}
+}
+
+// TestCLIFsckDamagedEntryBundle: one byte flipped in a full entry bundle
+// is named by "fsck" (entry, bundle, file), which offers no repair it
+// cannot make, and "fsck --repair" says why it repaired nothing.
+func TestCLIFsckDamagedEntryBundle(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	skey, vkey, err := mlog.GenerateLogKey("memtrail.test/fsck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := gen.Deterministic(9)
+	l, err := mlog.Open(context.Background(), mlog.Config{Dir: data, SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)),
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Logger: vtQuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		r, _, err := s.Projection(fmt.Sprintf("urn:p:fsck:%d", i), time.Now().UTC(), 1, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Submit(context.Background(), &receipts.Submission{Receipt: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(data, "log", "tile", "entries", "000")
+	b, err := os.ReadFile(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(bundle, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, repair := range []bool{false, true} {
+		args := []string{"fsck", "--data", data, "--vkey", vkey}
+		if repair {
+			args = append(args, "--repair")
+		}
+		code, out, errOut := runCLI(t, dir, args...)
+		if code != 1 || !strings.Contains(out, "entry_mismatch at entry ") || !strings.Contains(out, "file "+filepath.Join("log", "tile", "entries", "000")+")") ||
+			strings.Contains(out, "repairable with --repair") || strings.Contains(out, "(repaired)") ||
+			!strings.Contains(errOut, "fsck cannot repair") || !strings.Contains(errOut, "entry_mismatch") {
+			t.Errorf("fsck (repair %v): exit %d\n%s%s", repair, code, out, errOut)
+		}
 	}
 }

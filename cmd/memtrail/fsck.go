@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	mlog "github.com/memtrail/memtrail/log"
 )
@@ -33,8 +35,11 @@ changes the checkpoint archive, which is not derived from the log (an index
 written by an earlier memtrail that still holds archived checkpoints has
 them moved into it first). Altered or missing entries, missing manifests and
 a wrong archive cannot be repaired from the log; fsck says what was found
-and where, and docs/RELIABILITY.md, "Backup and restore", how to restore
-them.
+and where: an altered entry is named with its entry bundle and file
+(entry_mismatch), and the tiles, which still hold what the log committed
+to, are then left as they are. On standard error fsck says which problems
+it cannot repair, and which --repair would; docs/RELIABILITY.md, "Backup
+and restore", says how to restore what cannot be repaired.
 
 The checkpoint is verified with the key in DIR/log.key, or --vkey.
 
@@ -113,7 +118,34 @@ func runFsck(args []string) error {
 		}
 	}
 	if !rep.OK() {
+		var cannot, can []string
+		for _, p := range rep.Problems {
+			switch {
+			case p.Repaired || p.Kind == "index_behind" || p.Kind == "manifest_unreferenced":
+			case p.Repairable:
+				can = appendNew(can, p.Kind)
+			default:
+				cannot = appendNew(cannot, p.Kind)
+			}
+		}
+		if len(cannot) > 0 {
+			fmt.Fprintf(os.Stderr, "memtrail: fsck cannot repair %s from the log: each problem says what to restore\n", strings.Join(cannot, ", "))
+		}
+		if len(can) > 0 && !*repairFlag {
+			fmt.Fprintf(os.Stderr, "memtrail: hint: run with --repair to repair %s\n", strings.Join(can, ", "))
+		} else if len(can) > 0 {
+			fmt.Fprintf(os.Stderr, "memtrail: --repair did not repair %s: each problem says why\n", strings.Join(can, ", "))
+		}
+	}
+	if !rep.OK() {
 		return exitError{1}
 	}
 	return nil
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }

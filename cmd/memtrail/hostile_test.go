@@ -136,6 +136,7 @@ func hostileCases(t *testing.T, valid []byte) []hostileCase {
 		{name: "empty body", method: "POST", target: "/v1/projections", ctype: json, body: fixed(nil), length: 0, status: 400, code: "record_invalid"},
 		{name: "bare ECCR", method: "POST", target: "/v1/compactions", ctype: json, body: fixed([]byte(`{"eccr_version":"1.0"}`)), length: -1, status: 400, code: "record_invalid"},
 		// Content types.
+		{name: "no Content-Type", method: "POST", target: "/v1/projections", body: fixed(valid), length: int64(len(valid)), status: 415, code: "unsupported_media_type"},
 		{name: "text/plain", method: "POST", target: "/v1/projections", ctype: "text/plain", body: fixed(valid), length: int64(len(valid)), status: 415, code: "unsupported_media_type"},
 		{name: "form", method: "POST", target: "/v1/projections", ctype: "application/x-www-form-urlencoded", body: fixed(valid), length: int64(len(valid)), status: 415, code: "unsupported_media_type"},
 		{name: "multipart", method: "POST", target: "/v1/projections", ctype: "multipart/form-data; boundary=x", body: fixed(valid), length: int64(len(valid)), status: 415, code: "unsupported_media_type"},

@@ -59,9 +59,8 @@ func runKeygen(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *kindFlag == "" || *outFlag == "" || fs.NArg() != 0 {
-		fmt.Fprint(os.Stderr, "Usage: memtrail keygen --kind KIND --out FILE [--name NAME] [--key-id ID]\n")
-		return errUsage
+	if err := checkUsage("memtrail keygen --kind KIND --out FILE [--name NAME] [--key-id ID]", fs, fs.Args(), nil, "kind", "out"); err != nil {
+		return err
 	}
 	// Usage errors first, so that they exit 2 whatever is at --out.
 	switch *kindFlag {

@@ -12,8 +12,9 @@
 // Run "memtrail help" for the list of commands and "memtrail <command> -h"
 // for the flags of one. Every command exits 0 on success, 1 when what it
 // checked or attempted was refused or failed, and 2 on a usage error;
-// "submit" also exits 3 when every receipt was logged but a proof it was
-// asked to wait for did not arrive in time, or lacks the witness quorum.
+// "submit" and "proof" also exit 3 when the entries were logged but a proof
+// they were asked to wait for did not arrive in time; "submit" also when a
+// proof lacks the witness quorum.
 package main
 
 import (
@@ -23,13 +24,9 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"sort"
 	"strings"
 )
-
-// Version can be set at link time with -ldflags "-X main.Version=v1.2.3".
-var Version string
 
 // A command is one subcommand of the binary. Each lives in its own file and
 // registers itself from an init function.
@@ -81,8 +78,7 @@ func run(args []string, stderr io.Writer) int {
 		usage(os.Stdout)
 		return 0
 	case "version", "-version", "--version":
-		fmt.Println("memtrail", version())
-		return 0
+		return runVersion(args[1:], os.Stdout, stderr)
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -145,16 +141,6 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\t%-10s %s\n", "version", "print the version")
 	fmt.Fprintf(w, "\nRun \"memtrail <command> -h\" for the flags of a command.\n")
-}
-
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 // newFlagSet returns a FlagSet for a subcommand whose usage prints the given

@@ -40,10 +40,16 @@ With no flags it runs on embedded defaults: data in ./memtrail-data
 archive of published checkpoints in checkpoints/), listening on
 127.0.0.1:8080. The log signing key (log.key, mode 0600) is generated on
 the first run, named by --origin, and reused after; its verifier key is
-printed on standard output at start and served at GET /v1/log. One process
-at a time uses a data directory: a second serve (or fsck --repair) on it
-fails before writing anything. docs/RELIABILITY.md, "Backup and restore",
-says which files are derived and which must be backed up.
+printed on standard output at start and served at GET /v1/log. The origin
+is the key's name, so a data directory keeps its origin across restarts.
+Without --origin the first run derives one that no other log shares, from
+the host name and the new key: HOST/memtrail/<16 hex digits of the SHA-256
+of the public key>. Witnesses know a log by its origin: give production
+logs an --origin of their own (a URL without its scheme, e.g.
+example.com/log). One process at a time uses a data directory: a second
+serve (or fsck --repair) on it fails before writing anything.
+docs/RELIABILITY.md, "Backup and restore", says which files are derived
+and which must be backed up.
 
 --trust FILE says whose receipts the log accepts (see docs/profile.md, "Trust
 file"). Without it, the first run writes a development trust file
@@ -84,6 +90,18 @@ within 10s (or the timeout, if shorter), headers and body within the
 timeout. Slower clients are cut off, a late body answered 408. It does not
 bound the answer: a ?wait=proof answer may wait up to a minute more.
 
+Logging: one line per event on standard error, in --log-format (text or
+json), at --log-level (debug, info, warn, error; default info). Every
+refused submission is one line at info level ("refused", with its status,
+code, kind, id, batch line and the client's address; a 503 answer —
+overload, a data directory that cannot be written — at debug level, as the
+log says once why); a witness that stops cosigning is one warning, and one
+line when it is back (memtrail_witness_up at /metrics), not one per
+checkpoint interval; Tessera's own messages other than errors are logged
+at debug level. --access-log FILE (or - for standard output) adds one line
+per HTTP request: client, method, path, status, bytes and duration; SIGHUP
+reopens the file, for rotation.
+
 --debug-listen ADDR serves Go's profiles on a private address. For testing
 only, --debug-clock adds /debug/clock there: PUT /debug/clock?offset=-10m
 shifts the clock the log judges freshness and key validity by, to test how
@@ -95,9 +113,9 @@ usage error (an unknown flag, an argument, or a limit out of range).
 Example:
 
 	$ memtrail serve
-	memtrail.local/log+3c3a5d1e+AQmrB2...
+	myhost/memtrail/5f0c2a9e81d4b7c3+3c3a5d1e+AQmrB2...
 	level=INFO msg="development trust file written; pass --trust in production" file=memtrail-data/trust.json ...
-	level=INFO msg=listening addr=127.0.0.1:8080 origin=memtrail.local/log size=0
+	level=INFO msg=listening addr=127.0.0.1:8080 origin=myhost/memtrail/5f0c2a9e81d4b7c3 size=0
 `
 
 func init() {
@@ -113,14 +131,11 @@ const (
 	devKeysDir    = "dev"
 )
 
-// DefaultOrigin names a log whose operator did not choose an origin.
-const defaultOrigin = "memtrail.local/log"
-
 func runServe(args []string) error {
 	fs := newFlagSet("serve", serveUsage)
 	dataFlag := fs.String("data", "memtrail-data", "data directory")
 	listenFlag := fs.String("listen", "127.0.0.1:8080", "address to listen on")
-	originFlag := fs.String("origin", "", "log origin, used when generating the key (default "+defaultOrigin+")")
+	originFlag := fs.String("origin", "", "log origin, used when generating the key (default HOST/memtrail/<hash of the new key>)")
 	trustFlag := fs.String("trust", "", "trust file (default: a development trust file in the data directory)")
 	batchSizeFlag := fs.Uint("batch-size", 8192, "most entries sequenced in one group (entries arriving while a group is sequenced form the next)")
 	batchAgeFlag := fs.Duration("batch-age", 5*time.Millisecond, "how long the sequencer waits after a group arrives")
@@ -132,7 +147,9 @@ func runServe(args []string) error {
 	failOpenFlag := fs.Bool("witness-fail-open", false, "publish checkpoints even when the witness quorum is not met in time")
 	downgradeFlag := fs.Bool("allow-policy-downgrade", false, "publish under a --witness-policy weaker than DATA/log.policy, or without one on a witnessed log")
 	witnessTimeoutFlag := fs.Duration("witness-timeout", 5*time.Second, "how long to wait for witness cosignatures")
-	logFormatFlag := fs.String("log-format", "text", "log format on standard error: text or json")
+	logFormatFlag := fs.String("log-format", "text", "log format on standard error (and of --access-log): text or json")
+	logLevelFlag := fs.String("log-level", "info", "least level logged on standard error: debug, info, warn or error")
+	accessLogFlag := fs.String("access-log", "", "write one line per HTTP request to this file (\"-\": standard output); off by default")
 	debugFlag := fs.String("debug-listen", "", "serve Go's /debug/pprof profiles on this address (keep it private)")
 	debugClockFlag := fs.Bool("debug-clock", false, "for testing only: serve /debug/clock on --debug-listen, which shifts the clock the log judges freshness and key validity by")
 	readTimeoutFlag := fs.Duration("read-timeout", 2*time.Minute, "longest a request (headers and body) may take to arrive; slower clients are cut off")
@@ -163,9 +180,9 @@ func runServe(args []string) error {
 	case *witnessTimeoutFlag <= 0:
 		return badUsageError(withHint(fmt.Errorf("--witness-timeout %s is not positive", *witnessTimeoutFlag), "use a duration such as 5s"))
 	}
-	logger, err := newLogger(*logFormatFlag)
+	logger, err := newLogger(*logFormatFlag, *logLevelFlag)
 	if err != nil {
-		return err
+		return badUsageError(err)
 	}
 	quietTessera(logger)
 	if err := setMemoryLimit(*memFlag); err != nil {
@@ -280,9 +297,19 @@ func runServe(args []string) error {
 		return fmt.Errorf("couldn't listen: %w", err)
 	}
 	ln = newLimitListener(ln, *connsFlag)
-	server := api.New(l, api.Config{MaxInFlight: *inflightFlag, Logger: logger})
+	server := api.New(l, api.Config{MaxInFlight: *inflightFlag, Logger: logger, Version: version()})
+	handler := server.Handler()
+	var access *accessLog
+	if *accessLogFlag != "" {
+		if access, err = openAccessLog(*accessLogFlag, *logFormatFlag); err != nil {
+			ln.Close()
+			l.Close(ctx)
+			return err
+		}
+		handler = access.handler(handler)
+	}
 	srv := &http.Server{
-		Handler: server.Handler(),
+		Handler: handler,
 		// Slow clients: headers must arrive within ReadHeaderTimeout and
 		// the whole request within ReadTimeout, or the connection is cut
 		// (a late body is answered 408). WriteTimeout leaves time to
@@ -318,6 +345,11 @@ func runServe(args []string) error {
 				}
 				l.SetTrust(t)
 				logger.Info("reloaded the trust file", "file", trustPath, "adapters", len(t.Adapters), "compactors", len(t.Compactors), "issuers", len(t.Issuers))
+				if access != nil {
+					if err := access.reopen(); err != nil {
+						logger.Error("couldn't reopen the access log; writing to the old file", "file", *accessLogFlag, "error", err)
+					}
+				}
 				continue
 			}
 			logger.Info("shutting down", "signal", sig.String())
@@ -387,37 +419,55 @@ func setMemoryLimit(v string) error {
 	return withHint(fmt.Errorf("bad --memory-limit %q", v), "use a size such as 192MiB or 1GiB, or off")
 }
 
-func newLogger(format string) (*slog.Logger, error) {
+func newLogger(format, level string) (*slog.Logger, error) {
+	var opts slog.HandlerOptions
+	switch level {
+	case "debug":
+		opts.Level = slog.LevelDebug
+	case "info":
+		opts.Level = slog.LevelInfo
+	case "warn":
+		opts.Level = slog.LevelWarn
+	case "error":
+		opts.Level = slog.LevelError
+	default:
+		return nil, withHint(fmt.Errorf("unknown log level %q", level), "use --log-level debug, info, warn or error")
+	}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewTextHandler(os.Stderr, &opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewJSONHandler(os.Stderr, &opts)), nil
 	}
 	return nil, withHint(fmt.Errorf("unknown log format %q", format), "use --log-format text or --log-format json")
 }
 
-// quietTessera routes Tessera's klog output to our logger: errors, and
-// what it says about witnesses (klog hands its warnings over at Info
-// level, so they cannot be told from Tessera's chatter by level alone);
-// those are logged as warnings.
+// quietTessera routes Tessera's klog output to our logger: its errors as
+// errors, and everything else (klog hands its warnings over at Info level,
+// so they cannot be told from Tessera's chatter by level) at Debug level,
+// shown by --log-level debug. What Tessera says about witnesses, once per
+// checkpoint interval while they fail, the log says itself: once when a
+// witness stops cosigning, once when it is back (log/witnessing.go).
 func quietTessera(logger *slog.Logger) {
 	klog.SetSlogLogger(slog.New(tesseraFilter{logger.Handler()}))
 }
 
 type tesseraFilter struct{ slog.Handler }
 
+// level is the level a Tessera record of level l is logged at.
+func (tesseraFilter) level(l slog.Level) slog.Level {
+	if l >= slog.LevelError {
+		return l
+	}
+	return slog.LevelDebug
+}
+
 func (f tesseraFilter) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelInfo && f.Handler.Enabled(ctx, max(l, slog.LevelWarn))
+	return f.Handler.Enabled(ctx, f.level(l))
 }
 
 func (f tesseraFilter) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level < slog.LevelWarn {
-		if !strings.Contains(strings.ToLower(r.Message), "witness") {
-			return nil
-		}
-		r.Level = slog.LevelWarn
-	}
+	r.Level = f.level(r.Level)
 	return f.Handler.Handle(ctx, r)
 }
 
@@ -453,9 +503,11 @@ func loadOrCreateLogKey(dir, origin string, logger *slog.Logger) (skey, vkey str
 		return "", "", err
 	}
 	if origin == "" {
-		origin = defaultOrigin
+		host, _ := os.Hostname()
+		skey, vkey, origin, err = mlog.GenerateLogKeyFor(host)
+	} else {
+		skey, vkey, err = mlog.GenerateLogKey(origin)
 	}
-	skey, vkey, err = mlog.GenerateLogKey(origin)
 	if err != nil {
 		return "", "", withHint(err, "an origin looks like example.com/log: no spaces and no '+'")
 	}

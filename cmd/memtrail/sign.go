@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memtrail/memtrail/internal/gen"
 	"github.com/memtrail/memtrail/receipts"
@@ -22,6 +23,7 @@ Make a signed receipt, for producers and for trying the log out.
 
 	memtrail sign projection --key KEY.pem [--adapter-id URI] [--key-id ID] [--id URI]
 		[--request FILE] [--selection-policy FILE] [--trust-snapshot FILE]
+		[--source-profile NAME] [--context-frame-profile URI]
 		[--material-out FILE] [FRAGMENT...]
 	memtrail sign compaction --key KEY.pem --manifest FILE [--id URI] [--output FILE]
 		[--trust FILE | --lattice L1,L2,...] [--supersedes ID --purged DIGEST...]
@@ -29,33 +31,48 @@ Make a signed receipt, for producers and for trying the log out.
 		[--purged-at UNIX]
 
 A projection record commits to the FRAGMENT files, in order, as the exact
-framed bytes of one context projection (draft section 6): its nonclaims are
-NOT_ESTABLISHED and its exclusion counts zero. With no FRAGMENT it records
-a projection that delivered nothing ("delivered": [], byte_length 0),
-which the draft allows. --material-out writes the interop verification
-material (request, policy and snapshot bytes, fragments, projection) for
-"memtrail verify projection --material". The defaults are the development
-adapter of "memtrail serve" (urn:memtrail:adapter:dev, dev-adapter-key).
+framed bytes of one context projection (draft section 7): its nonclaims are
+NOT_ESTABLISHED and its exclusion counts zero. The files are plain UTF-8
+files, not ApertoMemory objects, and the record says so: source profile
+urn:memtrail:source-profile:plain, context frame
+urn:memtrail:context-frame:plain (each fragment is the file's exact bytes,
+and so is its source object), format_version 1, and, since nothing
+authenticates a plain file, every entry "unverified", authorship "unknown",
+no author key and no custody (docs/profile.md, "Plain files"); a file that
+is not UTF-8 is refused, and so are ApertoMemory's profile names. With no
+FRAGMENT it records a projection that delivered nothing ("delivered": [],
+byte_length 0), which the draft allows. --material-out writes the interop
+verification material (request, policy and snapshot bytes, fragments,
+projection) for "memtrail verify projection --material". The defaults are
+the development adapter of "memtrail serve" (urn:memtrail:adapter:dev,
+dev-adapter-key).
 
 A compaction is written as a log submission, {"eccr": ..., "manifest": ...};
 the manifest file is {"manifest_version": "1.0", "items": [...]} or a list of
 "DIGEST LABEL [EXPIRES_AT]" lines. The ceiling is the least upper bound of the
-labels and the retention epoch the earliest expiry. The labels are ordered
+labels and the retention epoch the earliest expiry; when no item expires
+the profile sets no bound, and retention_purge_epoch is 4102444800
+(2100-01-01T00:00:00Z), which the command says on standard error. The
+labels are ordered
 by the log's lattice: pass the log's trust file with --trust (its
 sensitivity_lattice, as the log reads it) or the labels, lowest first, with
 --lattice; without either, the default lattice
 PUBLIC,INTERNAL,CONFIDENTIAL,CONFIDENTIAL_RESTRICTED,HIGHLY_CONFIDENTIAL. A
 label that is not in the lattice is refused (the log would rank it top).
 A superseding compaction names the compaction it replaces and the purged
-items its Bloom filter must hold.
+items its Bloom filter must hold; its manifest is the superseded one minus
+those items, so a --purged item still in the manifest is refused. A
+compaction whose every item was purged cannot be superseded: tombstone its
+output instead ("memtrail sign tombstone --item" its compacted_output_hash).
 
 Flags may come before or after the FRAGMENT files; "--" ends the flags.
 Ids default to fresh urn:uuid values. The receipt is written to standard
 output. The command exits 0 if it wrote a receipt, 1 if it could not (a key,
-file or manifest that cannot be read, a label not in the lattice, a value
-the receipt refuses), and 2 on a usage error (an unknown flag or kind, a
-missing --key, --manifest or --item, --purged without --supersedes, a
-malformed --lattice).
+file or manifest that cannot be read, a label not in the lattice, a --purged
+item still in the manifest, a value the receipt refuses, a fragment that is
+not UTF-8), and 2 on a usage error (an unknown flag or kind, a missing --key,
+--manifest or --item, --purged without --supersedes, a malformed --lattice,
+an ApertoMemory profile name for a projection).
 
 Example, against a fresh "memtrail serve" in the current directory:
 
@@ -125,8 +142,8 @@ func signProjection(args []string) error {
 	adapterFlag := fs.String("adapter-id", "urn:memtrail:adapter:dev", "adapter id")
 	keyIDFlag := fs.String("key-id", "dev-adapter-key", "adapter key id")
 	idFlag := fs.String("id", "", "projection_id (default a fresh urn:uuid)")
-	profileFlag := fs.String("source-profile", "draft-ferro-apertomemory-02", "source profile")
-	frameFlag := fs.String("context-frame-profile", "urn:memtrail:context-frame:plain", "context frame profile")
+	profileFlag := fs.String("source-profile", receipts.SourceProfilePlain, "source profile of the FRAGMENT files (not ApertoMemory's: they are plain files)")
+	frameFlag := fs.String("context-frame-profile", receipts.ContextFramePlain, "context frame profile (not ApertoMemory's: each fragment is a file's exact bytes)")
 	requestFlag := fs.String("request", "", "file holding the recall request bytes (default empty)")
 	policyFlag := fs.String("selection-policy", "", "file holding the selection policy bytes (default empty)")
 	snapshotFlag := fs.String("trust-snapshot", "", "file holding the trust snapshot bytes (default empty)")
@@ -134,6 +151,13 @@ func signProjection(args []string) error {
 	fragments, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
+	}
+	// The files are not ApertoMemory objects, and this command frames
+	// nothing: a record naming ApertoMemory's profiles would claim what
+	// nothing here checked.
+	if *profileFlag == receipts.SourceProfileApertoMemory || *frameFlag == receipts.ContextFrameApertoMemory {
+		return badUsageError(withHint(fmt.Errorf("sign projection signs plain files, not ApertoMemory objects, so it cannot name %s or %s", receipts.SourceProfileApertoMemory, receipts.ContextFrameApertoMemory),
+			"leave --source-profile and --context-frame-profile at their defaults, "+receipts.SourceProfilePlain+" and "+receipts.ContextFramePlain+" (docs/profile.md); an ApertoMemory adapter signs its records with receipts.NewProjection"))
 	}
 	priv, err := readKey(*keyFlag)
 	if err != nil {
@@ -161,7 +185,13 @@ func signProjection(args []string) error {
 		if err != nil {
 			return err
 		}
-		frags = append(frags, receipts.Fragment{FormatVersion: 2, SealedObjectDigest: receipts.Digest(b), Bytes: b, DerivedTrust: "self", Authorship: "unknown"})
+		if !utf8.Valid(b) {
+			return fmt.Errorf("%s is not UTF-8 text, and a projection is UTF-8 bytes only (draft -01 section 4.3)", path)
+		}
+		// Nothing authenticates a plain file: it is unverified, of
+		// unknown authorship, without an author key or custody.
+		frags = append(frags, receipts.Fragment{FormatVersion: 1, SealedObjectDigest: receipts.Digest(b), Bytes: b,
+			DerivedTrust: "unverified", Authorship: "unknown", AuthorKeyIDB64u: nil, CustodyPresent: false})
 	}
 	now := time.Now().UTC()
 	r, projection, err := receipts.NewProjection(&receipts.ProjectionInput{
@@ -281,12 +311,12 @@ func signCompaction(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *manifestFlag == "" || len(pos) != 0 || (*trustFlag != "" && *latticeFlag != "") {
-		fmt.Fprint(os.Stderr, "Usage: memtrail sign compaction --key KEY.pem --manifest FILE [--id URI] [--output FILE] [--trust FILE | --lattice L1,L2,...] [--supersedes ID --purged DIGEST...]\n")
-		if *trustFlag != "" && *latticeFlag != "" {
-			fmt.Fprint(os.Stderr, "memtrail: hint: give --trust or --lattice, not both\n")
-		}
-		return errUsage
+	const synopsis = "memtrail sign compaction --key KEY.pem --manifest FILE [--id URI] [--output FILE] [--trust FILE | --lattice L1,L2,...] [--supersedes ID --purged DIGEST...]"
+	if err := checkUsage(synopsis, fs, pos, nil, "manifest"); err != nil {
+		return err
+	}
+	if *trustFlag != "" && *latticeFlag != "" {
+		return synopsisUsage(synopsis, "--trust and --lattice both give the lattice", "give --trust or --lattice, not both")
 	}
 	if len(purged) > 0 && *supersedesFlag == "" {
 		return badUsageError(withHint(errors.New("--purged needs --supersedes"), "name the compaction this one replaces"))
@@ -311,6 +341,18 @@ func signCompaction(args []string) error {
 	mf, err := readManifest(*manifestFlag, lattice)
 	if err != nil {
 		return err
+	}
+	for _, p := range purged {
+		if !receipts.IsDigest(p) {
+			return fmt.Errorf("--purged %q: an item digest is \"sha256:\" followed by 64 lowercase hex digits", p)
+		}
+		if i := mf.Index(p); i >= 0 {
+			return withHint(fmt.Errorf("--purged %s is still item %d of the manifest: a superseding compaction's manifest is the superseded one minus the items purged since (profile 3.5), so the log would refuse it (supersession_invalid)", p, i),
+				"remove the purged items from "+*manifestFlag+", or drop --purged for an item that was not purged")
+		}
+	}
+	if _, ok := mf.MinExpiry(); !ok {
+		fmt.Fprintf(os.Stderr, "memtrail: note: no item of the manifest expires; retention_purge_epoch is %s\n", receipts.FormatUnixTime(gen.NoExpiryEpoch))
 	}
 	id := *idFlag
 	if id == "" {
@@ -345,9 +387,8 @@ func signTombstone(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *itemFlag == "" || len(pos) != 0 {
-		fmt.Fprint(os.Stderr, "Usage: memtrail sign tombstone --key KEY.pem --item DIGEST [--id URI] [--reason REASON] [--purged-at UNIX]\n")
-		return errUsage
+	if err := checkUsage("memtrail sign tombstone --key KEY.pem --item DIGEST [--id URI] [--reason REASON] [--purged-at UNIX]", fs, pos, nil, "item"); err != nil {
+		return err
 	}
 	priv, err := readKey(*keyFlag)
 	if err != nil {

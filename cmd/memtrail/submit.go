@@ -20,7 +20,9 @@ import (
 	"github.com/memtrail/memtrail/verifier"
 )
 
-const submitUsage = `Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--policy TLOG_POLICY] [--json] FILE...
+const submitSynopsis = "memtrail submit --log URL [--wait] [--proof-dir DIR] [--policy TLOG_POLICY] [--json] FILE..."
+
+const submitUsage = `Usage: ` + submitSynopsis + `
 
 Submit receipts to a memtrail log. Each FILE holds one submission: a
 projection record, a tombstone, or a compaction as {"eccr": ..., "manifest":
@@ -29,10 +31,11 @@ kind's endpoint; several go as NDJSON batches of up to 5,000.
 
 --wait waits until a published checkpoint covers each entry and gets its
 proof; --proof-dir DIR (which implies --wait) writes each proof to
-DIR/<file name>.tlog-proof, ready for "memtrail verify proof". The log waits
-up to a minute for a checkpoint (its witnesses may be slow or down); an
-entry it logged without a proof is reported with "no proof yet", and the
-command says how to fetch the proof later with "memtrail proof".
+DIR/<file name>.tlog-proof, ready for "memtrail verify proof", and says
+where on a line of its own. The log waits up to a minute for a checkpoint
+(its witnesses may be slow or down); an entry it logged without a proof is
+reported with "no proof yet", and the command says how to fetch the proof
+later with "memtrail proof --wait".
 
 A log run with --witness-fail-open may prove an entry against a checkpoint
 published without its witness quorum, which clients requiring its policy
@@ -50,8 +53,9 @@ writes the server's answers as JSON lines instead, with "sent": true). A
 file that cannot be read, is empty or is not a JSON receipt is checked here
 and not sent: its line says "not sent" with the reason (with --json,
 "sent": false, a code and a detail, and no HTTP status), whether it is
-submitted alone or with others, and the other files are still sent. On a
-terminal, progress is shown on standard error.
+submitted alone or with others, and the other files are still sent. When
+standard error is a terminal it shows progress there: the files sent, and
+how long the log has been waiting for a checkpoint; otherwise it shows none.
 
 The command exits 0 if every file was logged (with a proof that meets the
 witness quorum, when --wait, --proof-dir or --policy asked for one), 1 if
@@ -64,7 +68,9 @@ Example:
 
 	$ memtrail submit --log http://127.0.0.1:8080 --proof-dir proofs p.json t.json
 	p.json: logged projection urn:uuid:6f1c… at index 0
+	p.json: proof written to proofs/p.json.tlog-proof
 	t.json: logged tombstone urn:uuid:9a2e… at index 1
+	t.json: proof written to proofs/t.json.tlog-proof
 `
 
 func init() {
@@ -86,9 +92,11 @@ func runSubmit(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *logFlag == "" || len(files) == 0 {
-		fmt.Fprint(os.Stderr, "Usage: memtrail submit --log URL [--wait] [--proof-dir DIR] [--policy TLOG_POLICY] [--json] FILE...\n")
-		return errUsage
+	switch {
+	case *logFlag == "":
+		return missingFlag(submitSynopsis, "--log URL", "the log's base URL, such as http://127.0.0.1:8080")
+	case len(files) == 0:
+		return synopsisUsage(submitSynopsis, "no FILE to submit", "name one or more files that \"memtrail sign\" wrote")
 	}
 	base, err := parseLogURL(*logFlag)
 	if err != nil {
@@ -130,7 +138,9 @@ func runSubmit(args []string) error {
 	}
 	progress := newProgress(len(send))
 	if len(send) == 1 {
+		wt := progress.waiting(wait, 1)
 		res, err := submitOne(client, base, endpoints[0], bodies[0], wait)
+		wt.end()
 		if err != nil {
 			return err
 		}
@@ -139,7 +149,9 @@ func runSubmit(args []string) error {
 	} else {
 		for start := 0; start < len(send); start += batchChunk {
 			end := min(start+batchChunk, len(send))
+			wt := progress.waiting(wait, end-start)
 			res, err := submitBatch(client, base, bodies[start:end], wait)
+			wt.end()
 			if err != nil {
 				return err
 			}
@@ -201,10 +213,10 @@ func runSubmit(args []string) error {
 		} else if res.Accepted != nil {
 			fmt.Fprintf(out, "%s: logged %s %s at index %d\n", files[i], res.Kind, res.ID, res.Index)
 		} else {
-			fmt.Fprintf(out, "%s: refused (%d %s): %s\n", files[i], res.Status, res.Code, res.Detail)
+			fmt.Fprintf(out, "%s: refused (%d %s): %s\n", files[i], res.Status, escapeControl(res.Code), escapeControl(res.Detail))
 		}
 		if res.Accepted != nil && wait && res.Proof == "" {
-			fetch := fmt.Sprintf("memtrail proof --log %s --index %d", base, res.Index)
+			fetch := fmt.Sprintf("memtrail proof --log %s --index %d --wait", base, res.Index)
 			if *proofDirFlag != "" {
 				fetch += " -o " + filepath.Join(*proofDirFlag, filepath.Base(files[i])+".tlog-proof")
 			}
@@ -237,17 +249,23 @@ func runSubmit(args []string) error {
 			if err := os.WriteFile(p, []byte(res.Proof), 0o644); err != nil {
 				return err
 			}
+			if !*jsonFlag {
+				fmt.Fprintf(out, "%s: proof written to %s\n", files[i], p)
+			}
 		}
 	}
 	out.Flush()
 	if len(noProof) > 0 {
-		fmt.Fprintf(os.Stderr, "memtrail: %d of %d entries were logged but have no proof yet; do not submit them again, fetch their proofs later with:\n", len(noProof), len(files))
+		fmt.Fprintf(os.Stderr, "memtrail: %s logged but %s no proof yet; do not submit %s again, fetch %s later with:\n",
+			ofN(len(noProof), len(files), "entry was", "entries were"), plural(len(noProof), "has", "have"), plural(len(noProof), "it", "them"), plural(len(noProof), "its proof", "their proofs"))
 		for _, c := range noProof {
 			fmt.Fprintf(os.Stderr, "\t%s\n", c)
 		}
 	}
 	if len(noQuorum) > 0 {
-		fmt.Fprintf(os.Stderr, "memtrail: %d of %d entries were logged but their proofs lack the witness quorum, and clients requiring the policy refuse them; do not submit them again, fetch witnessed proofs once the witnesses have cosigned a later checkpoint:\n", len(noQuorum), len(files))
+		n := len(noQuorum)
+		fmt.Fprintf(os.Stderr, "memtrail: %s logged but %s the witness quorum, and clients requiring the policy refuse %s; do not submit %s again, fetch %s once the witnesses have cosigned a later checkpoint:\n",
+			ofN(n, len(files), "entry was", "entries were"), plural(n, "its proof lacks", "their proofs lack"), plural(n, "it", "them"), plural(n, "it", "them"), plural(n, "a witnessed proof", "witnessed proofs"))
 		for _, c := range noQuorum {
 			fmt.Fprintf(os.Stderr, "\t%s\n", c)
 		}
@@ -256,7 +274,7 @@ func runSubmit(args []string) error {
 		fmt.Fprintf(os.Stderr, "memtrail: the log's proofs of %s do not verify under %s\n", strings.Join(badProof, ", "), *policyFlag)
 	}
 	if failed > 0 {
-		fmt.Fprintf(os.Stderr, "memtrail: %d of %d submissions were not logged\n", failed, len(files))
+		fmt.Fprintf(os.Stderr, "memtrail: %s not logged\n", ofN(failed, len(files), "submission was", "submissions were"))
 	}
 	if failed > 0 || len(badProof) > 0 {
 		return exitError{1}
@@ -394,26 +412,42 @@ func submitBatch(client *http.Client, base *url.URL, bodies [][]byte, wait bool)
 	return out, nil
 }
 
-// progress reports on a terminal how many of n items are done.
+// progress reports on a terminal how many of n items are done, and how
+// long the log has been waiting for a checkpoint to cover them.
 type progress struct {
 	n, done_ int
 	tty      bool
 }
 
 func newProgress(n int) *progress {
-	fi, err := os.Stderr.Stat()
-	return &progress{n: n, tty: err == nil && fi.Mode()&os.ModeCharDevice != 0 && n > 1}
+	return &progress{n: n, tty: stderrIsTerminal()}
+}
+
+// waiting shows, while a request for k entries is answered, how long it
+// has taken: with wait, the log answers once a published checkpoint covers
+// them, which takes up to a minute when its witnesses are slow or down.
+func (p *progress) waiting(wait bool, k int) *ticker {
+	if !wait {
+		return noTicker()
+	}
+	return startTicker(func(elapsed time.Duration) string {
+		prefix := ""
+		if p.n > 1 {
+			prefix = fmt.Sprintf("%d/%d sent; ", p.done_, p.n)
+		}
+		return fmt.Sprintf("%swaiting for a published checkpoint to cover %s (%s; the log waits up to a minute)", prefix, plural(k, "1 entry", fmt.Sprintf("%d entries", k)), elapsed)
+	})
 }
 
 func (p *progress) add(k int) {
 	p.done_ += k
-	if p.tty {
-		fmt.Fprintf(os.Stderr, "\r%d/%d", p.done_, p.n)
+	if p.tty && p.n > 1 {
+		fmt.Fprintf(os.Stderr, "\r\033[K%d/%d", p.done_, p.n)
 	}
 }
 
 func (p *progress) done() {
-	if p.tty {
+	if p.tty && p.n > 1 {
 		fmt.Fprint(os.Stderr, "\r\033[K")
 	}
 }

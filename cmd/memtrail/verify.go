@@ -18,8 +18,12 @@ import (
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/memtrail/memtrail/verifier/backend"
+	"golang.org/x/term"
 )
 
+// The help of "memtrail verify" is the help of each of its subcommands
+// ("memtrail verify <what> -h" prints one), between an overview and the
+// output and exit status they share.
 const verifyUsage = `Usage: memtrail verify <what> [flags] [arguments]
 
 	memtrail verify receipt FILE [--adapters PINS.json] [--trust FILE] [--key HEX]... [--at TIME]
@@ -35,60 +39,9 @@ const verifyUsage = `Usage: memtrail verify <what> [flags] [arguments]
 Verify memtrail's evidence offline, trusting nothing the log says: only the
 pinned keys, trust file and tlog-policy given on the command line.
 
-"receipt" is the receipt-level check of a projection record, ECCR or
-tombstone (the kind is read from the file; the {"eccr": …, "manifest": …}
-file "memtrail sign compaction" writes is checked as its ECCR): strict parsing — member sets,
-types, enumerations, the drafts' parser invariants — and the signature,
-under pinned adapter keys (--adapters, or a --trust file's adapters) for a
-projection record, and under a trust file's compactor or issuer keys, or
-raw public keys (--key), for an ECCR or a tombstone. Its report is
-{"result":"VALID","kind":…,"id":…,"checks":[…]} or
-{"result":"<code>","kind":…,"id":…,"member":…,"detail":…,"checks":[…]}, where
-kind is the receipt's kind and the checks are structure and signature.
-
-"projection" runs the whole verifier algorithm of the Memory Projection
-Record draft (§7): member sets, the pinned adapter key (--adapters, and/or
-the adapters of a --trust file) and its signature,
-freshness and profiles under the verification policy, the digests of the
-request, policy and trust snapshot, the source objects, the native source
-results, every fragment and the projection bytes given in the material, and
-single use of projection_id in a registry file (--registry) or a log (--log):
-the log's answer counts only with an inclusion proof of the record at the
-index it names, in a checkpoint that satisfies --log-policy (a C2SP
-tlog-policy). Whatever material is missing is reported as skipped.
-
-"compaction" checks an ECCR, bare or as the {"eccr": …, "manifest": …}
-submission "memtrail sign compaction" writes: the draft's parser invariants
-and signature (under a trust file's compactor keys, or raw public keys with
---key), and with a manifest — the submission's, or --manifest (JSON, as in a
-submission) — the profile's rules (count, root, ceiling, retention, Bloom
-format); each --item/--source-proof pair checks a source-item inclusion proof.
-
-"proof" checks a C2SP tlog-proof of a receipt under a C2SP tlog-policy: the
-leaf hash recomputed from the receipt, the log's signature, the witness
-quorum and the inclusion path.
-
-"consistency" checks that NEW_CHECKPOINT extends OLD_CHECKPOINT, with a
-consistency proof from a file or fetched from the log (none is needed when
-the sizes are equal: the roots must then be equal); a fork or rollback is
-reported with both signed checkpoints as evidence.
-
-"log" audits a whole log through its tiles: the checkpoint under the
-tlog-policy, the entries against its root, every receipt under the trust file
-(at the receipt's own time; a revoked key also at the time the log had
-certainly reached when it logged the receipt), and the erasure-lineage rules in log order, with
-the open obligations and their age. With --state it resumes where the last
-audit stopped, reading only new entries after checking consistency with the
-saved checkpoint.
-
-Every command writes a JSON report to standard output ("log" to --json FILE
-if given) and a summary to standard error. docs/verify.md describes the
-reports, their codes and the registry and state files.
-
-Exit status: 0 if and only if everything verified; 1 if something was
-refused (the report's result is its code); 2 on a usage error or when an
-input could not be read.
-
+` +
+	verifyReceiptText + "\n" + verifyProjectionText + "\n" + verifyCompactionText + "\n" +
+	verifyProofText + "\n" + verifyConsistencyText + "\n" + verifyLogText + "\n" + verifyOutputText + `
 Example:
 
 	$ memtrail verify projection record.json --adapters pins.json \
@@ -98,6 +51,89 @@ Example:
 	  …
 	$ memtrail verify log --data memtrail-data --policy log.policy --trust trust.json --state audit.state
 `
+
+const verifyReceiptText = `"receipt" is the receipt-level check of a projection record, ECCR or
+tombstone (the kind is read from the file; the {"eccr": …, "manifest": …}
+file "memtrail sign compaction" writes is checked as its ECCR): strict parsing — member sets,
+types, enumerations, the drafts' parser invariants — and the signature,
+under pinned adapter keys (--adapters, or a --trust file's adapters) for a
+projection record, and under a trust file's compactor or issuer keys, or
+raw public keys (--key), for an ECCR or a tombstone. Its report is
+{"result":"VALID","kind":…,"id":…,"checks":[…]} or
+{"result":"<code>","kind":…,"id":…,"member":…,"detail":…,"checks":[…]}, where
+kind is the receipt's kind and the checks are structure and signature.
+`
+
+const verifyProjectionText = `"projection" runs the whole verifier algorithm of the Memory Projection
+Record draft (§7): member sets, the pinned adapter key (--adapters, and/or
+the adapters of a --trust file) and its signature,
+freshness and profiles under the verification policy, the digests of the
+request, policy and trust snapshot, the source objects, the native source
+results, every fragment and the projection bytes given in the material, and
+single use of projection_id in a registry file (--registry) or a log (--log):
+the log's answer counts only with an inclusion proof of the record at the
+index it names, in a checkpoint that satisfies --log-policy (a C2SP
+tlog-policy). Whatever material is missing is reported as skipped.
+`
+
+const verifyCompactionText = `"compaction" checks an ECCR, bare or as the {"eccr": …, "manifest": …}
+submission "memtrail sign compaction" writes: the draft's parser invariants
+and signature (under a trust file's compactor keys, or raw public keys with
+--key), and with a manifest — the submission's, or --manifest (JSON, as in a
+submission) — the profile's rules (count, root, ceiling, retention, Bloom
+format); each --item/--source-proof pair checks a source-item inclusion proof.
+`
+
+const verifyProofText = `"proof" checks a C2SP tlog-proof of a receipt under a C2SP tlog-policy: the
+leaf hash recomputed from the receipt, the log's signature, the witness
+quorum and the inclusion path.
+`
+
+const verifyConsistencyText = `"consistency" checks that NEW_CHECKPOINT extends OLD_CHECKPOINT, with a
+consistency proof from a file or fetched from the log (none is needed when
+the sizes are equal: the roots must then be equal); a fork or rollback is
+reported with both signed checkpoints as evidence.
+`
+
+const verifyLogText = `"log" audits a whole log through its tiles: the checkpoint under the
+tlog-policy, the entries against its root, every receipt under the trust file
+(at the receipt's own time; a revoked key also at the time the log had
+certainly reached when it logged the receipt), and the erasure-lineage rules in log order, with
+the open obligations and their age. With --state it resumes where the last
+audit stopped, reading only new entries after checking consistency with the
+saved checkpoint.
+`
+
+const verifyOutputText = `Every command writes a readable summary to standard error and a JSON report
+(the result, each check and the closed codes) to --json FILE, or with
+--json - to standard output. Without --json the report goes to standard
+output unless that is a terminal: a script that reads or redirects standard
+output gets the report, a person at a terminal the summary alone.
+docs/verify.md describes the reports, their codes and the registry and
+state files.
+
+Exit status: 0 if and only if everything verified; 1 if something was
+refused (the report's result is its code); 2 on a usage error or when an
+input could not be read.
+`
+
+// verifyHelp returns the help of "memtrail verify name": its synopsis, what
+// it checks, and the output and exit status every verify command shares.
+func verifyHelp(name string) string {
+	h := map[string]struct{ synopsis, text string }{
+		"receipt":     {receiptSynopsis, verifyReceiptText},
+		"projection":  {projectionSynopsis, verifyProjectionText},
+		"compaction":  {compactionSynopsis, verifyCompactionText},
+		"proof":       {proofSynopsis, verifyProofText},
+		"consistency": {consistencySynopsis, verifyConsistencyText},
+		"log":         {logSynopsis, verifyLogText},
+	}[name]
+	synopsis := h.synopsis
+	if !strings.Contains(synopsis, "--json") {
+		synopsis += " [--json FILE]"
+	}
+	return "Usage: " + synopsis + "\n\n" + h.text + "\n" + verifyOutputText
+}
 
 func init() {
 	register(&command{name: "verify", synopsis: "verify receipts, proofs, checkpoints and erasure lineage offline", run: runVerify})
@@ -176,9 +212,19 @@ type report interface {
 	Summary() string
 }
 
-// finish writes the report and maps its result to the exit status.
-func finish(r report, jsonOut io.Writer) error {
-	if _, err := jsonOut.Write(r.JSON()); err != nil {
+// finish writes the summary to standard error and the JSON report where
+// --json of fs says, and maps the report's result to the exit status.
+// Without --json the report goes to standard output unless that is a
+// terminal (a person there reads the summary; --json - shows both).
+func finish(r report, fs *flag.FlagSet) error {
+	var err error
+	switch path := fs.Lookup("json").Value.String(); {
+	case path == "-", path == "" && !stdoutIsTerminal():
+		_, err = stdout().Write(r.JSON())
+	case path != "":
+		err = atomicfile.Write(path, r.JSON(), 0o644)
+	}
+	if err != nil {
 		return inputError(fmt.Errorf("couldn't write the report: %w", err))
 	}
 	fmt.Fprint(stderr(), r.Summary())
@@ -188,10 +234,19 @@ func finish(r report, jsonOut io.Writer) error {
 	return nil
 }
 
-// newVerifyFlags returns a flag set whose usage is the verify usage text.
+// stdoutIsTerminal reports whether the verify commands write to a terminal
+// (never when a test has replaced their output).
+func stdoutIsTerminal() bool {
+	return verifyOut.stdout == nil && term.IsTerminal(int(os.Stdout.Fd()))
+}
+
+// newVerifyFlags returns the flag set of "verify name": its usage is that
+// subcommand's help, and it has the --json flag of every verify command
+// (see report).
 func newVerifyFlags(name string) *flag.FlagSet {
-	fs := newFlagSet("verify "+name, verifyUsage)
+	fs := newFlagSet("verify "+name, verifyHelp(name))
 	fs.SetOutput(stderr())
+	fs.String("json", "", "write the JSON report to this file (\"-\": standard output); without it the report goes to standard output unless that is a terminal")
 	return fs
 }
 
@@ -245,6 +300,16 @@ func badFlag(fs *flag.FlagSet, err error) *flag.Flag {
 // spelling of flags (--at, not -at).
 func describeFlagError(fs *flag.FlagSet, err error) string {
 	msg := err.Error()
+	// A flag such as --wait[=DURATION] is boolean to the flag package,
+	// which calls a bad duration a bad boolean.
+	var value, name string
+	if _, e := fmt.Sscanf(msg, "invalid boolean value %q for -%s", &value, &name); e == nil {
+		if f := fs.Lookup(strings.TrimSuffix(name, ":")); f != nil {
+			if _, ok := f.Value.(*waitFlag); ok {
+				return strings.Replace(strings.Replace(msg, "invalid boolean value", "invalid value", 1), "for -"+f.Name, "for --"+f.Name, 1)
+			}
+		}
+	}
 	if f := badFlag(fs, err); f != nil {
 		msg = strings.Replace(msg, "for flag -"+f.Name, "for --"+f.Name, 1)
 		msg = strings.TrimSuffix(msg, ": parse error")
@@ -428,9 +493,10 @@ func verifyProjection(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkUsage(projectionSynopsis, fs, pos, []string{"RECORD.json"}); err != nil {
+		return err
+	}
 	switch {
-	case len(pos) != 1:
-		return synopsisError(projectionSynopsis)
 	case *adaptersFlag == "" && *trustFlag == "":
 		return synopsisError(projectionSynopsis, "the record is checked under pinned adapter keys: give --adapters PINS.json or the log's --trust file (its adapters)")
 	case *registryFlag != "" && *logFlag != "":
@@ -491,9 +557,10 @@ func verifyProjection(args []string) error {
 	defer stop()
 	rep, err := verifier.VerifyProjection(ctx, record, opts)
 	if err != nil {
-		if rep != nil {
-			fmt.Fprint(stderr(), rep.Summary())
-		}
+		// The registry did not answer, so there is no verdict: no report
+		// and no summary, whose checks so far would read as VALID. (A
+		// registry that refuses the record answers: that is a failed
+		// single_use check in the report.)
 		switch {
 		case *registryFlag != "" && errors.Is(err, verifier.ErrMalformed):
 			return inputError(err, "the record was not registered: "+*registryFlag+" is not a projection registry (docs/verify.md, \"Single use\"); a registry that does not parse is never reset — restore it or fix the line named",
@@ -505,7 +572,7 @@ func verifyProjection(args []string) error {
 		}
 		return inputError(err, "the record was not registered; run the verification again once the registry answers")
 	}
-	return finish(rep, stdout())
+	return finish(rep, fs)
 }
 
 const compactionSynopsis = "memtrail verify compaction ECCR.json (--trust FILE | --key HEX...) [--manifest M.json] [--at TIME] [--item DIGEST --source-proof FILE]..."
@@ -524,9 +591,10 @@ func verifyCompaction(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkUsage(compactionSynopsis, fs, pos, []string{"ECCR.json"}); err != nil {
+		return err
+	}
 	switch {
-	case len(pos) != 1:
-		return synopsisError(compactionSynopsis)
 	case (*trustFlag == "") == (len(keyFlags) == 0):
 		return synopsisError(compactionSynopsis, "give either --trust or --key: the signature is checked under one of them")
 	case len(itemFlags) != len(proofFlags):
@@ -548,7 +616,7 @@ func verifyCompaction(args []string) error {
 		if err != nil {
 			return inputError(err)
 		}
-		opts.Keys, opts.Lattice = t.Compactors, t.Lattice
+		opts.Keys, opts.Lattice, opts.Trust = t.Compactors, t.Lattice, t
 	}
 	for _, k := range keyFlags {
 		pub, err := receipts.ParsePublicKey(k)
@@ -578,7 +646,7 @@ func verifyCompaction(args []string) error {
 		}
 		opts.SourceProofs = append(opts.SourceProofs, verifier.SourceProofInput{Item: item, Document: doc})
 	}
-	return finish(verifier.VerifyCompaction(eccr, opts), stdout())
+	return finish(verifier.VerifyCompaction(eccr, opts), fs)
 }
 
 // readManifestFlag reads a --manifest file: a source manifest in JSON.
@@ -618,8 +686,8 @@ func verifyProof(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *receiptFlag == "" || *policyFlag == "" {
-		return synopsisError(proofSynopsis)
+	if err := checkUsage(proofSynopsis, fs, pos, []string{"PROOF.tlog-proof"}, "receipt", "policy"); err != nil {
+		return err
 	}
 	proof, err := readInput("proof", pos[0])
 	if err != nil {
@@ -633,7 +701,7 @@ func verifyProof(args []string) error {
 	if err != nil {
 		return inputError(err)
 	}
-	return finish(verifier.VerifyReceiptProof(p, proof, receipt), stdout())
+	return finish(verifier.VerifyReceiptProof(p, proof, receipt), fs)
 }
 
 const consistencySynopsis = "memtrail verify consistency OLD_CHECKPOINT NEW_CHECKPOINT --policy TLOG_POLICY [--proof FILE | --log URL]"
@@ -647,9 +715,10 @@ func verifyConsistency(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkUsage(consistencySynopsis, fs, pos, []string{"OLD_CHECKPOINT", "NEW_CHECKPOINT"}, "policy"); err != nil {
+		return err
+	}
 	switch {
-	case len(pos) != 2 || *policyFlag == "":
-		return synopsisError(consistencySynopsis)
 	case *proofFlag != "" && *logFlag != "":
 		return synopsisError(consistencySynopsis, "give --proof FILE or --log URL, not both")
 	}
@@ -699,7 +768,7 @@ func verifyConsistency(args []string) error {
 		}
 	}
 	rep := verifier.VerifyCheckpoints(p, older, newer, proof)
-	err = finish(rep, stdout())
+	err = finish(rep, fs)
 	if rep.Fork != nil && rep.Fork.Kind == verifier.ForkRollback {
 		fmt.Fprintf(stderr(), "memtrail: hint: OLD_CHECKPOINT (size %d) is larger than NEW_CHECKPOINT (size %d): if %s is the newer one, the arguments are swapped — the older checkpoint comes first\n",
 			*rep.OldSize, *rep.NewSize, pos[0])
@@ -719,15 +788,16 @@ func verifyLog(args []string) error {
 	fs.Var(&atFlag, "at", "audit time, from which open obligations are aged, RFC 3339 (default now)")
 	graceFlag := fs.Duration("grace", verifier.DefaultGrace, "how long an erasure obligation may stay open before it is a violation")
 	stateFlag := fs.String("state", "", "state file: resume from it, and save the new state there")
-	jsonFlag := fs.String("json", "", "write the JSON report to this file instead of standard output")
+	jsonFlag := fs.Lookup("json").Value.String
 	workersFlag := fs.Int("workers", 0, "receipts verified in parallel (default: the number of CPUs)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
+	if err := checkUsage(logSynopsis, fs, pos, nil, "policy", "trust"); err != nil {
+		return err
+	}
 	switch {
-	case len(pos) != 0 || *policyFlag == "" || *trustFlag == "":
-		return synopsisError(logSynopsis)
 	case (*logFlag == "") == (*dataFlag == ""):
 		return synopsisError(logSynopsis, "give either --log URL or --data DIR")
 	case *graceFlag < 0:
@@ -735,8 +805,8 @@ func verifyLog(args []string) error {
 	}
 	// The audit may take hours: find out now, not after it, that its
 	// results could not be saved.
-	for _, out := range []struct{ flag, path string }{{"--state", *stateFlag}, {"--json", *jsonFlag}} {
-		if out.path != "" {
+	for _, out := range []struct{ flag, path string }{{"--state", *stateFlag}, {"--json", jsonFlag()}} {
+		if out.path != "" && out.path != "-" {
 			if err := checkWritable(out.flag, out.path); err != nil {
 				return inputError(err, "give a path in a directory that exists and that you can write; nothing was audited")
 			}
@@ -790,14 +860,7 @@ func verifyLog(args []string) error {
 			fmt.Fprintf(stderr(), "memtrail: the state file %s is kept as it was: this audit did not complete over a sound log\n", *stateFlag)
 		}
 	}
-	out := stdout()
-	if *jsonFlag != "" {
-		if err := atomicfile.Write(*jsonFlag, rep.JSON(), 0o644); err != nil {
-			return inputError(err)
-		}
-		out = io.Discard
-	}
-	return finish(rep, out)
+	return finish(rep, fs)
 }
 
 // auditProgress shows progress on standard error when it is a terminal.
@@ -808,8 +871,7 @@ type auditProgress struct {
 }
 
 func newAuditProgress() *auditProgress {
-	fi, err := os.Stderr.Stat()
-	return &auditProgress{tty: verifyOut.stderr == nil && err == nil && fi.Mode()&os.ModeCharDevice != 0, start: time.Now()}
+	return &auditProgress{tty: verifyOut.stderr == nil && stderrIsTerminal(), start: time.Now()}
 }
 
 func (p *auditProgress) update(done, total uint64) {

@@ -89,8 +89,8 @@ func verifyReceipt(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return synopsisError(receiptSynopsis)
+	if err := checkUsage(receiptSynopsis, fs, pos, []string{"FILE"}); err != nil {
+		return err
 	}
 	raw, err := readInput("receipt", pos[0])
 	if err != nil {
@@ -124,7 +124,7 @@ func verifyReceipt(args []string) error {
 	r, err := receipts.ParseReceipt(raw)
 	if err != nil {
 		rep.refuse(verifier.CheckStructure, err)
-		return finish(rep, stdout())
+		return finish(rep, fs)
 	}
 	rep.Kind, rep.ID = string(r.Kind()), r.ID()
 	switch r := r.(type) {
@@ -134,9 +134,11 @@ func verifyReceipt(args []string) error {
 		}
 		err = receipts.VerifyProjectionSignature(r, pins, at)
 	case *receipts.Compaction:
-		err = verifyUnder(r.Signature.KID, compactors, rawKeys, at, "compactor", func(k receipts.Keyring) error { return r.VerifySignature(k, at) }, r.VerifySignatureWithKey)
+		// The registered keys come from the trust file, which also says
+		// when a kid is a key of another role.
+		err = verifyUnder(r.Signature.KID, compactors, rawKeys, at, "compactor", func(receipts.Keyring) error { return trust.VerifyCompaction(r, at) }, r.VerifySignatureWithKey)
 	case *receipts.Tombstone:
-		err = verifyUnder(r.Signature.KID, issuers, rawKeys, at, "issuer", func(k receipts.Keyring) error { return r.VerifySignature(k, at) }, r.VerifySignatureWithKey)
+		err = verifyUnder(r.Signature.KID, issuers, rawKeys, at, "issuer", func(receipts.Keyring) error { return trust.VerifyTombstone(r, at) }, r.VerifySignatureWithKey)
 	}
 	if errors.Is(err, errNoKeys) {
 		return synopsisError(receiptSynopsis, fmt.Sprintf("a %s is checked under %s keys: give --trust FILE or --key HEX", r.Kind(), map[receipts.Kind]string{receipts.KindCompaction: "compactor", receipts.KindTombstone: "issuer"}[r.Kind()]))
@@ -148,7 +150,7 @@ func verifyReceipt(args []string) error {
 		rep.Result = verifier.Valid
 		rep.Checks = append(rep.Checks, verifier.Check{Check: verifier.CheckSignature, Outcome: verifier.Passed, Detail: "signed by " + signedBy(r)})
 	}
-	return finish(rep, stdout())
+	return finish(rep, fs)
 }
 
 var errNoKeys = errors.New("no keys given")

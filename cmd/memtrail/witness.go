@@ -107,9 +107,8 @@ func runWitnessServe(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 || *dataFlag == "" || *logsFlag == "" {
-		fmt.Fprint(fs.Output(), "Usage: memtrail witness serve --data DIR --logs FILE [--listen ADDR] [--name NAME]\n")
-		return errUsage
+	if err := checkUsage("memtrail witness serve --data DIR --logs FILE [--listen ADDR] [--name NAME]", fs, fs.Args(), nil, "data", "logs"); err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
@@ -138,7 +137,7 @@ func runWitnessServe(args []string) error {
 	defer store.Close()
 
 	ctx := context.Background()
-	w, err := witness.New(ctx, witness.Config{Key: skey, Store: store, Logs: logs, Logger: logger})
+	w, err := witness.New(ctx, witness.Config{Key: skey, Store: store, Logs: logs, Logger: logger, Version: version()})
 	if err != nil {
 		return fmt.Errorf("couldn't start the witness: %w", err)
 	}

@@ -97,7 +97,7 @@ func TestWitnessedLog(t *testing.T) {
 		return p
 	}
 	wRequests := func(p *testProc, code string) float64 {
-		return p.metric(t, fmt.Sprintf("memtrail_witness_requests_total{witness=%q,code=%q}", wName, code))
+		return p.metric(t, fmt.Sprintf("memtrail_witness_requests_total{code=%q,witness=%q}", code, wName))
 	}
 
 	// A new log whose witness is not up yet starts, but publishes nothing
@@ -290,7 +290,7 @@ func TestWitnessInteropOmniwitness(t *testing.T) {
 		t.Errorf("all proofs are against size %d; want omniwitness to cosign growing checkpoints", sizes[0])
 	}
 	servedCheckpoint(t, "http://127.0.0.1:"+logPort, p1)
-	if got := l.metric(t, fmt.Sprintf("memtrail_witness_requests_total{witness=%q,code=\"200\"}", oName)); got < 3 {
+	if got := l.metric(t, fmt.Sprintf("memtrail_witness_requests_total{code=\"200\",witness=%q}", oName)); got < 3 {
 		t.Errorf("requests to omniwitness answered 200 = %v, want at least 3", got)
 	}
 	if got := l.metric(t, "memtrail_checkpoints_published_without_quorum_total"); got != 0 {

@@ -76,7 +76,7 @@ func (s *Signers) Projection(id string, now time.Time, n, fragmentSize int) (*re
 			Bytes:              []byte(body),
 			DerivedTrust:       []string{"trusted", "self", "unverified"}[i%3],
 			Authorship:         []string{"attested", "signed", "unknown"}[i%3],
-			CustodyPresent:     i%2 == 0,
+			CustodyPresent:     i%3 == 0 || i%2 == 0, // attested authorship needs custody (draft -01 §4.3)
 		}
 		if i%3 != 2 {
 			frags[i].AuthorKeyIDB64u = &author
@@ -124,7 +124,7 @@ func (s *Signers) Compaction(id string, items []receipts.ManifestItem, supersede
 	for i := range items {
 		labels[i] = items[i].Sensitivity
 	}
-	epoch := int64(4102444800) // 2100-01-01
+	epoch := NoExpiryEpoch
 	if e, ok := mf.MinExpiry(); ok {
 		epoch = e
 	}
@@ -148,6 +148,11 @@ func (s *Signers) Compaction(id string, items []receipts.ManifestItem, supersede
 	}, s.Compactor)
 	return c, mf, err
 }
+
+// NoExpiryEpoch is the retention_purge_epoch [Signers.Compaction] writes
+// when no item of the manifest expires (the profile sets no bound then):
+// 4102444800, 2100-01-01T00:00:00Z.
+const NoExpiryEpoch int64 = 4102444800
 
 // Tombstone returns a signed tombstone of item.
 func (s *Signers) Tombstone(id, item string, purgedAt time.Time) (*receipts.Tombstone, error) {

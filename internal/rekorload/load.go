@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -22,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/memtrail/memtrail/internal/tlogfmt"
 )
 
 // EntriesPath is the write endpoint under a server's URL.
@@ -400,33 +401,20 @@ func ParseCheckpoint(envelope string) (size uint64, root []byte, err error) {
 	if !ok {
 		return 0, nil, errors.New("checkpoint has no signature block")
 	}
-	lines := strings.Split(text, "\n")
-	if len(lines) < 3 || lines[0] == "" {
-		return 0, nil, errors.New("checkpoint body has fewer than three lines")
-	}
-	size, err = strconv.ParseUint(lines[1], 10, 64)
-	if err != nil {
-		return 0, nil, fmt.Errorf("checkpoint tree size: %w", err)
-	}
-	root, err = base64.StdEncoding.DecodeString(lines[2])
-	if err != nil {
-		return 0, nil, fmt.Errorf("checkpoint root hash: %w", err)
-	}
-	if len(root) != sha256.Size {
-		return 0, nil, fmt.Errorf("checkpoint root hash has %d bytes", len(root))
+	c, ok := tlogfmt.ParseCheckpoint(text + "\n")
+	if !ok {
+		return 0, nil, errors.New("malformed checkpoint text")
 	}
 	if !strings.HasPrefix(sigs, "\u2014 ") {
 		return 0, nil, errors.New("checkpoint is not signed")
 	}
-	return size, root, nil
+	return c.Size, c.Hash[:], nil
 }
 
 // LeafHash is the RFC 6962 hash of a log entry: SHA-256(0x00 || entry).
 func LeafHash(entry []byte) []byte {
-	h := sha256.New()
-	h.Write([]byte{0})
-	h.Write(entry)
-	return h.Sum(nil)
+	h := tlogfmt.LeafHash(entry)
+	return h[:]
 }
 
 func nodeHash(left, right []byte) []byte {

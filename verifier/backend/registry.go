@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/memtrail/memtrail/internal/atomicfile"
 	"github.com/memtrail/memtrail/receipts"
@@ -213,6 +214,14 @@ func (r *LogRegistry) Register(ctx context.Context, id string, record []byte, at
 				RegisteredAt: receipts.FormatTimestamp(at), Proof: string(proof)}, nil
 		case http.StatusConflict:
 			continue // logged meanwhile: look again at what was logged
+		case http.StatusBadRequest, http.StatusForbidden, http.StatusRequestEntityTooLarge:
+			// A refusal with a receipt code judged the record; the
+			// HTTP-level codes (bad_request, …) are about the request.
+			var rf refusal
+			if json.Unmarshal(body, &rf) == nil && receiptCode(rf.Code) {
+				return nil, &verifier.RefusedError{ProjectionID: id, Registry: "the log " + name, Code: receipts.Code(rf.Code), Member: logText(rf.Member), Reason: logText(rf.Detail)}
+			}
+			return nil, fmt.Errorf("the log refused to register %s: %s", id, refusalText(body))
 		default:
 			return nil, fmt.Errorf("the log refused to register %s: %s", id, refusalText(body))
 		}
@@ -277,6 +286,33 @@ func (r *LogRegistry) do(ctx context.Context, method, path string, body []byte) 
 		return 0, nil, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	return resp.StatusCode, b, nil
+}
+
+// logText is text from the log's answer, fit to print: at most 1,000
+// bytes, quoted when it holds what a terminal would not show as it is.
+func logText(s string) string {
+	if len(s) > 1000 {
+		s = s[:1000] + "…"
+	}
+	if strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// receiptCode reports whether code is a closed receipt code (lowercase
+// words joined by "_") rather than one of the API's HTTP-level codes.
+func receiptCode(code string) bool {
+	switch code {
+	case "", "bad_request", "unsupported_media_type", "method_not_allowed", "not_found", "not_published", "request_timeout":
+		return false
+	}
+	for _, c := range code {
+		if (c < 'a' || c > 'z') && c != '_' {
+			return false
+		}
+	}
+	return len(code) <= 64
 }
 
 // refusalCode returns the code of a JSON refusal, or "".

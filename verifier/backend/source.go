@@ -198,6 +198,7 @@ func (h *HTTP) fetch(ctx context.Context, path, what string, limit int64) ([]byt
 type refusal struct {
 	Code       string  `json:"code"`
 	Detail     string  `json:"detail"`
+	Member     string  `json:"member"`
 	FirstIndex *uint64 `json:"first_index"`
 }
 

@@ -1,0 +1,78 @@
+package log
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/memtrail/memtrail/internal/gen"
+)
+
+// TestOpenObligationsSeeUnindexedEntries: an acknowledged tombstone opens
+// obligations, and an acknowledged supersession discharges them, at once in
+// Log.OpenObligations, though the index trails the log.
+func TestOpenObligationsSeeUnindexedEntries(t *testing.T) {
+	dir := t.TempDir()
+	skey, _, err := GenerateLogKey("memtrail.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := gen.NewSigners()
+	sq, err := OpenSQLiteIndex(filepath.Join(dir, "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gi := &gatedIndex{Index: sq}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	l, err := Open(context.Background(), Config{Dir: dir, SigningKey: skey, Trust: s.Trust(now.Add(-time.Hour)),
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Index: gi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &testLog{Log: l, t: t, dir: dir, skey: skey, s: s, now: now}
+	defer tl.Close(context.Background())
+	ctx := context.Background()
+	items := gen.Items("obligations", 3)
+	c1 := tl.mustSubmit(tl.compaction("urn:c:o1", items, "", nil))
+	c2 := tl.mustSubmit(tl.compaction("urn:c:o2", items[1:2], "", nil))
+	t0 := tl.mustSubmit(tl.tombstone("urn:t:o0", items[0].ItemDigest))
+	tl.waitIndexed(t0.Index + 1)
+	check := func(when string, want ...Obligation) {
+		t.Helper()
+		got, total, err := tl.OpenObligations(ctx, 100)
+		if err != nil || total != len(want) || len(got) != len(want) {
+			t.Fatalf("%s: OpenObligations = %+v, %d, %v; want %+v", when, got, total, err, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: obligation %d = %+v, want %+v", when, i, got[i], want[i])
+			}
+		}
+	}
+	purgedAt := func(item string) int64 {
+		tb, err := tl.Tombstone(ctx, item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tb.PurgedAt
+	}
+	o0 := Obligation{Item: items[0].ItemDigest, TombstoneID: "urn:t:o0", TombstoneIndex: t0.Index, PurgedAt: purgedAt(items[0].ItemDigest), CompactionID: "urn:c:o1", CompactionIndex: c1.Index}
+	check("indexed", o0)
+
+	gi.gate.Lock()
+	t1 := tl.mustSubmit(tl.tombstone("urn:t:o1", items[1].ItemDigest))
+	o1a := Obligation{Item: items[1].ItemDigest, TombstoneID: "urn:t:o1", TombstoneIndex: t1.Index, PurgedAt: purgedAt(items[1].ItemDigest), CompactionID: "urn:c:o1", CompactionIndex: c1.Index}
+	o1b := o1a
+	o1b.CompactionID, o1b.CompactionIndex = "urn:c:o2", c2.Index
+	check("tombstone not indexed", o0, o1a, o1b)
+	if got, total, _ := tl.OpenObligations(ctx, 2); total != 3 || len(got) != 2 || got[1] != o1a {
+		t.Errorf("OpenObligations(limit 2) = %+v, %d", got, total)
+	}
+	// Superseding urn:c:o1 discharges its two, pending or indexed.
+	tl.mustSubmit(tl.compaction("urn:c:o3", items[2:], "urn:c:o1", []string{items[0].ItemDigest, items[1].ItemDigest}))
+	check("supersession not indexed", o1b)
+	gi.gate.Unlock()
+	tl.waitIndexed(t1.Index + 2)
+	check("after indexing", o1b)
+}
