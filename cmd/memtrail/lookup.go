@@ -34,19 +34,20 @@ line per answer, for scripts.
 	                tombstone_id it is (every kind that has it is shown)
 	DIGEST, item    an item's state (unknown, retained, purged or
 	                awaiting_recompaction), the compactions that include it
-	                in log order and their states, its tombstone, and the
-	                obligations it leaves open
+	                in log order and their states, those whose output it
+	                is, its tombstone, and the obligations it leaves open
 	projection, tombstone
 	                the entry: index, leaf hash, what the receipt says, and
 	                whether a published checkpoint proves it yet
 	compaction      the same, and its lineage state (current,
-	                awaiting_recompaction, superseded), manifest root, item
-	                count, how many of its items are tombstoned, what it
-	                supersedes and what superseded it
+	                awaiting_recompaction, awaiting_erasure, superseded,
+	                erased), manifest root, item count, how many of its
+	                items are tombstoned, its compacted output, what it
+	                supersedes, and what superseded or erased it
 	obligations     the open erasure obligations of the whole log: each
-	                tombstoned item of a compaction not yet superseded, at
-	                most --limit of them (1 to 10000, default 1000) and how
-	                many there are
+	                tombstoned item of a compaction neither superseded nor
+	                erased, at most --limit of them (1 to 10000, default
+	                1000) and how many there are
 	log             the origin, verifier key, and published and integrated
 	                sizes
 
@@ -68,8 +69,8 @@ Example:
 	  tombstone    urn:uuid:9a2e… at index 7, purged_at 1796083200 (2026-12-01T00:00:00Z)
 	  compactions  1, in log order:
 	    index 3  urn:uuid:51b0…  awaiting_recompaction
-	  open obligations  1: a compaction that includes it must be superseded
-	    index 3  urn:uuid:51b0…
+	  open obligations  1: a compaction that includes it must be superseded, or its output tombstoned
+	    index 3  urn:uuid:51b0…  awaiting_recompaction
 `
 
 const lookupSynopsis = "memtrail lookup --log URL [--json] (ID | DIGEST | projection ID | compaction ID | tombstone ID | item DIGEST | obligations [--limit N] | log)"
@@ -233,11 +234,15 @@ func (lk *lookup) tryEntry(kind, id string) (found bool, err error) {
 		lk.printf("  state          %s\n", compactionStateText(&c))
 		lk.printf("  manifest root  %s\n", printable(c.ManifestRoot))
 		lk.printf("  items          %d (%d tombstoned)\n", c.ItemCount, c.PurgedItems)
+		lk.printf("  output         %s\n", printable(c.OutputHash))
 		if c.Supersedes != "" {
 			lk.printf("  supersedes     %s\n", printable(c.Supersedes))
 		}
 		if c.SupersededBy != "" {
 			lk.printf("  superseded by  %s at index %d\n", printable(c.SupersededBy), c.SupersededAt)
+		}
+		if c.ErasedBy != "" {
+			lk.printf("  erased by      %s at index %d\n", printable(c.ErasedBy), c.ErasedAt)
 		}
 	case "tombstone":
 		var t struct {
@@ -278,8 +283,26 @@ func compactionStateText(c *api.CompactionState) string {
 	switch c.State {
 	case "awaiting_recompaction":
 		return fmt.Sprintf("awaiting_recompaction: %s tombstoned, and no compaction supersedes it yet", ofN(c.PurgedItems, c.ItemCount, "item was", "items were"))
+	case "awaiting_erasure":
+		return fmt.Sprintf("awaiting_erasure: %s tombstoned, so no compaction can supersede it: only a tombstone of its output discharges it", ofN(c.PurgedItems, c.ItemCount, "item was", "items were"))
 	case "superseded":
 		return "superseded by " + printable(c.SupersededBy)
+	case "erased":
+		return "erased by " + printable(c.ErasedBy) + ": its output was tombstoned"
+	}
+	return printable(c.State)
+}
+
+// itemCompactionState is the state of a compaction listed in an item's
+// answer, with what superseded or erased it.
+func itemCompactionState(c api.ItemCompaction) string {
+	switch {
+	case c.SupersededBy != "":
+		return "superseded by " + printable(c.SupersededBy)
+	case c.ErasedBy != "":
+		return "erased by " + printable(c.ErasedBy)
+	case c.State == "awaiting_erasure":
+		return "awaiting_erasure: only a tombstone of its output discharges it"
 	}
 	return printable(c.State)
 }
@@ -325,17 +348,19 @@ func (lk *lookup) item(digest string) error {
 	} else {
 		lk.printf("  compactions  %d, in log order:\n", len(st.Compactions))
 		for _, c := range st.Compactions {
-			state := printable(c.State)
-			if c.SupersededBy != "" {
-				state = "superseded by " + printable(c.SupersededBy)
-			}
-			lk.printf("    index %d  %s  %s\n", c.Index, printable(c.ID), state)
+			lk.printf("    index %d  %s  %s\n", c.Index, printable(c.ID), itemCompactionState(c))
+		}
+	}
+	if len(st.OutputOf) > 0 {
+		lk.printf("  output of    %d %s, in log order (a tombstone of it erases %s):\n", len(st.OutputOf), plural(len(st.OutputOf), "compaction", "compactions"), plural(len(st.OutputOf), "it", "them"))
+		for _, c := range st.OutputOf {
+			lk.printf("    index %d  %s  %s\n", c.Index, printable(c.ID), itemCompactionState(c))
 		}
 	}
 	if len(st.Obligations) > 0 {
-		lk.printf("  open obligations  %d: %s\n", len(st.Obligations), plural(len(st.Obligations), "a compaction that includes it must be superseded", "compactions that include it must be superseded"))
+		lk.printf("  open obligations  %d: %s\n", len(st.Obligations), plural(len(st.Obligations), "a compaction that includes it must be superseded, or its output tombstoned", "compactions that include it must be superseded, or their outputs tombstoned"))
 		for _, c := range st.Obligations {
-			lk.printf("    index %d  %s\n", c.Index, printable(c.ID))
+			lk.printf("    index %d  %s  %s\n", c.Index, printable(c.ID), itemCompactionState(c))
 		}
 	}
 	return nil
@@ -352,11 +377,11 @@ func (lk *lookup) obligations(limit int) error {
 		return nil
 	}
 	if o.Count == 0 {
-		lk.printf("no open obligations: every compaction that included a tombstoned item is superseded\n")
+		lk.printf("no open obligations: every compaction that included a tombstoned item is superseded or erased\n")
 		return nil
 	}
 	lk.printf("%d open %s: %s\n", o.Count, plural(o.Count, "obligation", "obligations"),
-		plural(o.Count, "a compaction not yet superseded includes a tombstoned item", "compactions not yet superseded include tombstoned items"))
+		plural(o.Count, "a compaction neither superseded nor erased includes a tombstoned item", "compactions neither superseded nor erased include tombstoned items"))
 	for _, ob := range o.Obligations {
 		lk.printf("  compaction %s (index %d) includes %s, tombstoned by %s (index %d, purged_at %s)\n",
 			printable(ob.CompactionID), ob.CompactionIndex, printable(ob.Item), printable(ob.TombstoneID), ob.TombstoneIndex, unixText(ob.PurgedAt))

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -34,12 +36,21 @@ import (
 //	    5s); $NAME is its URL, and $NAME_ADAPTER, $NAME_COMPACTOR and
 //	    $NAME_ISSUER are its signers' private key files, $NAME_TRUST its
 //	    trust file and $NAME_POLICY its tlog-policy
-//	digest TEXT
-//	    print sha256:<hex> of TEXT, for use with "cp stdout FILE"
+//	digest TEXT | digest -file FILE
+//	    print sha256:<hex> of TEXT (or of FILE's bytes), for use with
+//	    "cp stdout FILE"
 //	freeport NAME
 //	    set $NAME to a TCP port free on 127.0.0.1
 //	waithealthy URL
 //	    wait (up to a minute) until URL/healthz answers 200
+//	waitget URL
+//	    wait (up to a minute) until GET URL answers 200
+//	http [-method M] [-type CONTENT-TYPE] [-data FILE] [-status N] URL
+//	    send one request (GET by default; -data sends FILE as the body,
+//	    with -type as its Content-Type, none if not given) and print the
+//	    answer's body; fail unless its status is N (default 200)
+//	flipbyte FILE OFFSET
+//	    flip the lowest bit of the byte at OFFSET of FILE
 func TestScripts(t *testing.T) {
 	bin := buildMemtrail(t)
 	testscript.Run(t, testscript.Params{
@@ -51,8 +62,22 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"startlog": cmdStartLog,
 			"digest": func(ts *testscript.TestScript, neg bool, args []string) {
-				fmt.Fprint(ts.Stdout(), receipts.Digest([]byte(strings.Join(args, " "))))
+				b := []byte(strings.Join(args, " "))
+				if len(args) == 2 && args[0] == "-file" {
+					var err error
+					b, err = os.ReadFile(ts.MkAbs(args[1]))
+					ts.Check(err)
+				}
+				fmt.Fprint(ts.Stdout(), receipts.Digest(b))
 			},
+			"waitget": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: waitget URL")
+				}
+				waitGet(ts, args[0])
+			},
+			"http":     cmdHTTP,
+			"flipbyte": cmdFlipByte,
 			"freeport": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 1 {
 					ts.Fatalf("usage: freeport NAME")
@@ -66,15 +91,7 @@ func TestScripts(t *testing.T) {
 				if len(args) != 1 {
 					ts.Fatalf("usage: waithealthy URL")
 				}
-				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-					if resp, err := http.Get(args[0] + "/healthz"); err == nil {
-						resp.Body.Close()
-						if resp.StatusCode == http.StatusOK {
-							return
-						}
-					}
-				}
-				ts.Fatalf("%s did not become healthy", args[0])
+				waitGet(ts, args[0]+"/healthz")
 			},
 		},
 	})
@@ -126,4 +143,67 @@ func cmdStartLog(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(name+"_ISSUER", filepath.Join(dir, "issuer.pem"))
 	ts.Setenv(name+"_TRUST", filepath.Join(dir, "trust.json"))
 	ts.Setenv(name+"_POLICY", filepath.Join(dir, "log.policy"))
+}
+
+// waitGet waits (up to a minute) until GET u answers 200.
+func waitGet(ts *testscript.TestScript, u string) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get(u); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+	}
+	ts.Fatalf("GET %s did not answer 200 within a minute", u)
+}
+
+func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! http (use -status)")
+	}
+	fs := flag.NewFlagSet("http", flag.ContinueOnError)
+	method := fs.String("method", http.MethodGet, "method")
+	ctype := fs.String("type", "", "Content-Type of the body")
+	data := fs.String("data", "", "file to send as the body")
+	status := fs.Int("status", http.StatusOK, "status expected")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		ts.Fatalf("usage: http [-method M] [-type CONTENT-TYPE] [-data FILE] [-status N] URL")
+	}
+	var body io.Reader
+	if *data != "" {
+		b, err := os.ReadFile(ts.MkAbs(*data))
+		ts.Check(err)
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(*method, fs.Arg(0), body)
+	ts.Check(err)
+	if *ctype != "" {
+		req.Header.Set("Content-Type", *ctype)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	ts.Check(err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "%s", b)
+	if resp.StatusCode != *status {
+		ts.Fatalf("%s %s: %s, want %d\n%s", *method, fs.Arg(0), resp.Status, *status, b)
+	}
+}
+
+func cmdFlipByte(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: flipbyte FILE OFFSET")
+	}
+	path := ts.MkAbs(args[0])
+	b, err := os.ReadFile(path)
+	ts.Check(err)
+	off, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	if off < 0 || off >= len(b) {
+		ts.Fatalf("%s has %d bytes, no byte at %d", args[0], len(b), off)
+	}
+	b[off] ^= 1
+	ts.Check(os.WriteFile(path, b, 0o644))
 }

@@ -41,10 +41,11 @@ A log run with --witness-fail-open may prove an entry against a checkpoint
 published without its witness quorum, which clients requiring its policy
 refuse: the log says so in its answer, and the entry is reported with
 "proof without the witness quorum" and how to fetch a witnessed proof
-later. --policy TLOG_POLICY (which implies --wait) judges each proof here
-instead, under that C2SP tlog-policy (the log's DATA/log.policy, or an
-auditor's own): the leaf hash of the file's receipt, the log's signature,
-the witness quorum and the inclusion path, as "memtrail verify proof" does.
+later ("memtrail proof --policy TLOG_POLICY --wait"). --policy TLOG_POLICY
+(which implies --wait) judges each proof here instead, under that C2SP
+tlog-policy (the log's DATA/log.policy, or an auditor's own): the leaf hash
+of the file's receipt, the log's signature, the witness quorum and the
+inclusion path, as "memtrail verify proof" does.
 
 Flags may come before or after the FILE arguments; "--" ends the flags.
 
@@ -105,12 +106,8 @@ func runSubmit(args []string) error {
 	wait := *waitFlag || *proofDirFlag != "" || *policyFlag != ""
 	var policy *verifier.Policy
 	if *policyFlag != "" {
-		b, err := os.ReadFile(*policyFlag)
-		if err != nil {
-			return fmt.Errorf("couldn't read the policy: %w", err)
-		}
-		if policy, err = verifier.ParsePolicy(b); err != nil {
-			return withHint(fmt.Errorf("%s: %w", *policyFlag, err), "--policy takes a C2SP tlog-policy, such as the log's DATA/log.policy")
+		if policy, err = readPolicyFlag(*policyFlag); err != nil {
+			return err
 		}
 	}
 	if *proofDirFlag != "" {
@@ -235,7 +232,13 @@ func runSubmit(args []string) error {
 				fmt.Fprintf(out, "%s: the proof does not verify under %s: %s\n", files[i], *policyFlag, proofInvalid)
 			}
 		} else if res.Accepted != nil && res.Proof != "" && res.ProofWithoutQuorum != "" {
-			fetch := fmt.Sprintf("memtrail proof --log %s --index %d", base, res.Index)
+			// "proof --wait" alone would take the proof without the
+			// quorum again: --policy makes it wait for a witnessed one.
+			pol := *policyFlag
+			if pol == "" {
+				pol = "TLOG_POLICY"
+			}
+			fetch := fmt.Sprintf("memtrail proof --log %s --index %d --policy %s --wait", base, res.Index, pol)
 			if *proofDirFlag != "" {
 				fetch += " -o " + filepath.Join(*proofDirFlag, filepath.Base(files[i])+".tlog-proof")
 			}
@@ -268,6 +271,9 @@ func runSubmit(args []string) error {
 			ofN(n, len(files), "entry was", "entries were"), plural(n, "its proof lacks", "their proofs lack"), plural(n, "it", "them"), plural(n, "it", "them"), plural(n, "a witnessed proof", "witnessed proofs"))
 		for _, c := range noQuorum {
 			fmt.Fprintf(os.Stderr, "\t%s\n", c)
+		}
+		if *policyFlag == "" {
+			fmt.Fprintf(os.Stderr, "memtrail: hint: TLOG_POLICY is the policy the proofs must meet: the log's DATA/log.policy, or your own\n")
 		}
 	}
 	if len(badProof) > 0 {

@@ -20,14 +20,14 @@ import (
 	"github.com/memtrail/memtrail/witness/sqlitestore"
 )
 
-const witnessUsage = `Usage: memtrail witness serve --data DIR --logs FILE [--listen ADDR] [--name NAME]
+const witnessUsage = `Usage: memtrail witness serve --data DIR --logs FILE [--listen ADDR] [--name NAME] [--log-level LEVEL]
 
 Commands:
 
 	serve   run a C2SP tlog-witness
 `
 
-const witnessServeUsage = `Usage: memtrail witness serve --data DIR --logs FILE [--listen ADDR] [--name NAME]
+const witnessServeUsage = `Usage: memtrail witness serve --data DIR --logs FILE [--listen ADDR] [--name NAME] [--log-level LEVEL]
 
 Run a transparency log witness (c2sp.org/tlog-witness): it cosigns the
 checkpoints of the logs listed in FILE, and only checkpoints consistent with
@@ -52,7 +52,12 @@ logs it has and logs the error. SIGTERM and SIGINT stop the witness after
 the requests in progress are answered.
 
 Endpoints: POST /add-checkpoint, GET /checkpoint/<origin, path-escaped>,
-GET /metrics. Logs go to standard error.
+GET /metrics. Logs go to standard error, in text, at --log-level (debug,
+info, warn, error; default info): the start, reloads and the first
+cosignature of each log at info, refused checkpoints that are validly
+signed (a fork's evidence) at warn, store failures at error, and requests
+refused for anything else (malformed, unknown origin, bad signature, stale
+size) at debug only.
 
 The command exits 0 after a clean shutdown, 1 if the witness could not
 start or stopped on an error, and 2 on a usage error (such as a missing
@@ -104,13 +109,17 @@ func runWitnessServe(args []string) error {
 	logsFlag := fs.String("logs", "", "file listing the logs to witness (required)")
 	listenFlag := fs.String("listen", "127.0.0.1:7380", "address to listen on")
 	nameFlag := fs.String("name", "", "witness name, used when generating the key (default <hostname>/memtrail-witness)")
+	logLevelFlag := fs.String("log-level", "info", "least level logged on standard error: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := checkUsage("memtrail witness serve --data DIR --logs FILE [--listen ADDR] [--name NAME]", fs, fs.Args(), nil, "data", "logs"); err != nil {
+	if err := checkUsage("memtrail witness serve --data DIR --logs FILE [--listen ADDR] [--name NAME] [--log-level LEVEL]", fs, fs.Args(), nil, "data", "logs"); err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger, err := newLogger("text", *logLevelFlag)
+	if err != nil {
+		return badUsageError(err)
+	}
 
 	// Read the logs first, so that a mistake there creates nothing.
 	logs, err := readWitnessLogs(*logsFlag)
