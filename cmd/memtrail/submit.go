@@ -210,7 +210,9 @@ func runSubmit(args []string) error {
 		} else if res.Accepted != nil {
 			fmt.Fprintf(out, "%s: logged %s %s at index %d\n", files[i], res.Kind, res.ID, res.Index)
 		} else {
-			fmt.Fprintf(out, "%s: refused (%d %s): %s\n", files[i], res.Status, escapeControl(res.Code), escapeControl(res.Detail))
+			// The log's detail starts with the code, already given.
+			detail := strings.TrimPrefix(res.Detail, res.Code+": ")
+			fmt.Fprintf(out, "%s: refused (%d %s): %s\n", files[i], res.Status, escapeControl(res.Code), escapeControl(detail))
 		}
 		if res.Accepted != nil && wait && res.Proof == "" {
 			fetch := fmt.Sprintf("memtrail proof --log %s --index %d --wait", base, res.Index)
