@@ -217,7 +217,7 @@ type Obligations struct {
 }
 
 // Obligation is one open obligation: a tombstoned item that a compaction
-// not yet superseded includes (the members of the open_obligations of a
+// neither superseded nor erased includes (the members of the open_obligations of a
 // "memtrail verify log" report, whose age is judged there).
 type Obligation struct {
 	Item            string `json:"item"`

@@ -13,8 +13,9 @@
 // for the flags of one. Every command exits 0 on success, 1 when what it
 // checked or attempted was refused or failed, and 2 on a usage error;
 // "submit" and "proof" also exit 3 when the entries were logged but a proof
-// they were asked to wait for did not arrive in time; "submit" also when a
-// proof lacks the witness quorum.
+// they were asked to wait for did not arrive in time, and when a proof
+// lacks the witness quorum (of the log, for "submit"; of --policy, for
+// both).
 package main
 
 import (

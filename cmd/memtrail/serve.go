@@ -113,9 +113,11 @@ usage error (an unknown flag, an argument, or a limit out of range).
 Example:
 
 	$ memtrail serve
+	time=... level=INFO msg="generated the log key" file=memtrail-data/log.key origin=myhost/memtrail/5f0c2a9e81d4b7c3
+	time=... level=INFO msg="development trust file written; pass --trust in production" file=memtrail-data/trust.json ...
+	time=... level=INFO msg="tlog-policy for verifying this log's proofs written" file=memtrail-data/log.policy
 	myhost/memtrail/5f0c2a9e81d4b7c3+3c3a5d1e+AQmrB2...
-	level=INFO msg="development trust file written; pass --trust in production" file=memtrail-data/trust.json ...
-	level=INFO msg=listening addr=127.0.0.1:8080 origin=myhost/memtrail/5f0c2a9e81d4b7c3 size=0
+	time=... level=INFO msg=listening addr=127.0.0.1:8080 origin=myhost/memtrail/5f0c2a9e81d4b7c3 size=0 trust=memtrail-data/trust.json
 `
 
 func init() {
