@@ -26,7 +26,8 @@ import (
 
 // TestScripts runs the scripts of testdata/script (testscript format)
 // against the memtrail binary built by buildMemtrail, which is first on
-// their PATH: "exec memtrail ..." runs the real command.
+// their PATH: "exec memtrail ..." runs the real command. $MEMTRAIL is its
+// path.
 //
 // Besides testscript's own commands, the scripts have:
 //
@@ -57,6 +58,7 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Setenv("MEMTRAIL", bin)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -206,4 +208,53 @@ func cmdFlipByte(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	b[off] ^= 1
 	ts.Check(os.WriteFile(path, b, 0o644))
+}
+
+// TestREADMEQuickStart: every command of the README's quick start is in
+// testdata/script/walk_quickstart.txt, as written there, except for the
+// log's address ($LOG, a free port, for http://127.0.0.1:8080) and curl
+// (the script's http command), so that the walk-through runs what the
+// README says and the README says what was run.
+func TestREADMEQuickStart(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile("testdata/script/walk_quickstart.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "In another terminal:\n\n")
+	if !ok {
+		t.Fatal("README.md: no quick start block after \"In another terminal:\"")
+	}
+	block, _, _ = strings.Cut(block, "\n\n")
+	block = strings.ReplaceAll(block, "\\\n", " ")
+	var commands int
+	for _, line := range strings.Split(block, "\n") {
+		cmd, _, _ := strings.Cut(line, "#") // a comment says what happens
+		cmd = strings.Join(strings.Fields(cmd), " ")
+		if cmd == "" {
+			continue
+		}
+		commands++
+		cmd = strings.ReplaceAll(cmd, "http://127.0.0.1:8080", "$LOG")
+		cmd = strings.Replace(cmd, "curl -s ", "http ", 1)
+		// "CMD > FILE" is "exec CMD", then "cp stdout FILE".
+		left, file, redirect := strings.Cut(cmd, " > ")
+		lines := strings.Split(string(script), "\n")
+		found := false
+		for i, sl := range lines {
+			sl = strings.Join(strings.Fields(sl), " ")
+			if strings.Contains(sl, cmd) || redirect && strings.HasSuffix(sl, "exec "+left) && i+1 < len(lines) && lines[i+1] == "cp stdout "+file {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("the README's quick start command %q is not in walk_quickstart.txt", cmd)
+		}
+	}
+	if commands < 5 {
+		t.Errorf("README.md: %d commands in the quick start block; the block was not found whole", commands)
+	}
 }
