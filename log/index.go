@@ -78,7 +78,8 @@ type TombstoneInfo struct {
 
 // Obligation is an open erasure obligation: Item was tombstoned (by the
 // tombstone at TombstoneIndex), and the compaction at CompactionIndex, which
-// includes it, is not yet superseded.
+// includes it, is neither superseded nor erased (a tombstone of its
+// compacted output).
 type Obligation struct {
 	Item            string
 	TombstoneID     string

@@ -250,7 +250,7 @@ func (l *Log) decideSupersession(ctx context.Context, c *receipts.Compaction, it
 		}
 	}
 	if len(want) == 0 {
-		return refusal(receipts.CodeSupersessionInvalid, "supersedes", "every item of compaction %s (%d items) has been purged, so no compaction can supersede it; a tombstone of its output %s discharges it", target, len(oldItems), oldOutput)
+		return refusal(receipts.CodeSupersessionInvalid, "supersedes", "every item of compaction %s (%s) has been purged, so no compaction can supersede it; a tombstone of its output %s discharges it", target, plural(len(oldItems), "item"), oldOutput)
 	}
 	if !equalStrings(want, items) {
 		return refusal(receipts.CodeSupersessionInvalid, "manifest", "must be the manifest of %s (%d items) minus the %d items purged since, in order (%d items); got %d items%s",
@@ -347,4 +347,12 @@ func firstDifference(want, got []string) string {
 
 func refusal(code receipts.Code, member, format string, args ...any) error {
 	return &receipts.Error{Code: code, Member: member, Reason: strings.TrimSpace(fmt.Sprintf(format, args...))}
+}
+
+// plural is n followed by noun, with an "s" unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -70,7 +70,11 @@ func (l *Log) archiveCheckpoints(ctx context.Context) {
 			continue
 		}
 		l.Metrics.checkpointSeen(cp.Size)
-		if isNew := !bytes.Equal(raw, lastRaw); isNew || !judged {
+		// The checkpoint the first pass finds was published before this
+		// loop could see it (by an earlier run, which may have stopped
+		// before archiving it, or as a fresh log's size-0 checkpoint):
+		// it is judged, but not counted as newly published.
+		if isNew := !first && !bytes.Equal(raw, lastRaw); isNew || !judged {
 			l.checkpointPublished(raw, cp.Size, isNew)
 			lastRaw, judged = raw, true
 		}

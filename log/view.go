@@ -179,7 +179,7 @@ func (l *Log) overlay(ctx context.Context, v pendingView, c *CompactionInfo, ite
 }
 
 // OpenObligations returns the open erasure obligations — every tombstoned
-// item of every compaction not yet superseded — ordered by compaction index
+// item of every compaction neither superseded nor erased — ordered by compaction index
 // then tombstone index, at most limit of them, and how many there are. Like
 // the other lineage lookups it overlays the index with the entries
 // sequenced but not yet indexed; the count can be off by the entries the
