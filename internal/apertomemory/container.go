@@ -233,6 +233,15 @@ func parseScope(dm cbor.DecMode, name string, raw cbor.RawMessage, lim *Limits) 
 // entries with a Problem are written as they are (tests use this to build
 // hostile containers).
 func (c *Container) Marshal() []byte {
+	deks := map[cbor.ByteString]any{}
+	for id, w := range c.DEKs {
+		deks[cbor.ByteString(id[:])] = w
+	}
+	return c.marshalWith(deks)
+}
+
+// marshalWith encodes the container with the given value as its DEK map.
+func (c *Container) marshalWith(deks any) []byte {
 	scopes := map[string]any{}
 	for _, s := range c.Scopes {
 		scopes[s.Name] = map[string]any{"scope_id": s.ID[:], "kek_wrapped": s.KEKWrapped, "eph_pub": s.EphPub[:]}
@@ -248,10 +257,6 @@ func (c *Container) Marshal() []byte {
 	objs := make([]any, len(c.Objects))
 	for i, o := range c.Objects {
 		objs[i] = o
-	}
-	deks := map[cbor.ByteString]any{}
-	for id, w := range c.DEKs {
-		deks[cbor.ByteString(id[:])] = w
 	}
 	return marshal(map[uint64]any{1: uint64(ExportVersion), 2: pub, 3: objs, 4: deks})
 }
