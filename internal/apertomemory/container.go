@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"sort"
 
@@ -70,6 +72,28 @@ type Container struct {
 
 	dupDEK map[ObjectID]bool
 	lim    Limits
+}
+
+// ReadContainerFile reads and parses the .amem container at path with
+// [DefaultLimits], reading no more than the container cap.
+func ReadContainerFile(path string) (*Container, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("apertomemory: %w", err)
+	}
+	defer f.Close()
+	return DefaultLimits.ReadContainer(f)
+}
+
+// ReadContainer reads a container from r, reading no more than
+// MaxContainerBytes+1 bytes, and parses it under these limits.
+func (l Limits) ReadContainer(r io.Reader) (*Container, error) {
+	lim := l.withDefaults()
+	data, err := io.ReadAll(io.LimitReader(r, int64(lim.MaxContainerBytes)+1))
+	if err != nil {
+		return nil, fmt.Errorf("apertomemory: reading container: %w", err)
+	}
+	return lim.ParseContainer(data)
 }
 
 // ParseContainer parses an .amem container with [DefaultLimits].

@@ -600,3 +600,18 @@ func TestReadPassphrase(t *testing.T) {
 		t.Errorf("unset variable: %v", err)
 	}
 }
+
+func TestReadContainerFile(t *testing.T) {
+	p := filepath.Join("testdata", "memtrail-written.amem")
+	c, err := ReadContainerFile(p)
+	if err != nil || len(c.Objects) != 7 {
+		t.Fatalf("ReadContainerFile = %v, %v", c, err)
+	}
+	data, _ := os.ReadFile(p)
+	if _, err := (Limits{MaxContainerBytes: len(data) - 1}).ReadContainer(bytes.NewReader(data)); !errors.Is(err, ErrContainerTooLarge) {
+		t.Errorf("over the cap: %v", err)
+	}
+	if _, err := ReadContainerFile(filepath.Join(t.TempDir(), "missing.amem")); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
