@@ -5,20 +5,23 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 type referenceReading struct {
-	Error        string   `json:"error"`
-	Trust        string   `json:"trust"`
-	Authorship   string   `json:"authorship"`
-	Author       *string  `json:"author_key_id"`
-	Signer       *string  `json:"signer_key_id"`
-	Verified     bool     `json:"signature_verified"`
-	Content      string   `json:"content"`
-	Version      uint64   `json:"format_version"`
-	Tags         []string `json:"tags"`
-	HasTagsField bool     `json:"-"`
+	Error      string   `json:"error"`
+	Trust      string   `json:"trust"`
+	Authorship string   `json:"authorship"`
+	Author     *string  `json:"author_key_id"`
+	Signer     *string  `json:"signer_key_id"`
+	Verified   bool     `json:"signature_verified"`
+	Content    string   `json:"content"`
+	Version    uint64   `json:"format_version"`
+	Tags       []string `json:"tags"`
+	Confidence *float64 `json:"confidence"`
+	Type       *string  `json:"type"`
+	Created    *uint64  `json:"created"`
 }
 
 type referenceReadings struct {
@@ -143,8 +146,17 @@ func compareWithReference(t *testing.T, data []byte, pass string, modes map[stri
 			} else if string(o.Authorship) != ref.Authorship || !keq(o.Author, ref.Author) || !keq(o.Signer, ref.Signer) {
 				t.Errorf("%s: %s: %s author %v signer %v, reference %s %v %v", mode, eid, o.Authorship, o.Author, o.Signer, ref.Authorship, ref.Author, ref.Signer)
 			}
-			if ref.Tags != nil && len(ref.Tags) != len(o.Tags) {
+			if ref.Tags != nil && strings.Join(ref.Tags, "\x00") != strings.Join(o.Tags, "\x00") {
 				t.Errorf("%s: %s: tags %q, reference %q", mode, eid, o.Tags, ref.Tags)
+			}
+			if ref.Confidence != nil && (o.Confidence == nil || *o.Confidence != *ref.Confidence) {
+				t.Errorf("%s: %s: confidence %v, reference %v", mode, eid, o.Confidence, *ref.Confidence)
+			}
+			if ref.Type != nil && o.Type.String() != *ref.Type {
+				t.Errorf("%s: %s: type %s, reference %s", mode, eid, o.Type, *ref.Type)
+			}
+			if ref.Created != nil && o.Created != *ref.Created {
+				t.Errorf("%s: %s: created %d, reference %d", mode, eid, o.Created, *ref.Created)
 			}
 		}
 	}
