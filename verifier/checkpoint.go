@@ -5,10 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/memtrail/memtrail/internal/tlogfmt"
 	fnote "github.com/transparency-dev/formats/note"
@@ -209,7 +207,7 @@ func openCheckpoint(p *Policy, signed []byte) (*Checkpoint, error) {
 	if !p.quorumMet(cosigned) {
 		unknown := ""
 		if len(n.UnverifiedSigs) > 0 {
-			unknown = "; signatures from keys the policy does not know: " + sigList(n.UnverifiedSigs)
+			unknown = "; signatures from keys the policy does not know: " + tlogfmt.SignatureNames(n.UnverifiedSigs)
 		}
 		return nil, fmt.Errorf("%w: policy quorum %q, valid cosignatures from %s%s", ErrQuorum, p.Quorum(), cosignerList(c.Cosignatures), unknown)
 	}
@@ -239,30 +237,9 @@ func (p *Policy) wrongKey(origin string, sigs []note.Signature) string {
 		}
 	}
 	if len(same) > 0 {
-		return expected + "; the checkpoint is signed by " + sigList(same)
+		return expected + "; the checkpoint is signed by " + tlogfmt.SignatureNames(same)
 	}
-	return expected + "; the checkpoint is signed by no key of that name, only by " + sigList(sigs)
-}
-
-// sigList names signature lines as "name+hash".
-func sigList(sigs []note.Signature) string {
-	if len(sigs) == 0 {
-		return "no key"
-	}
-	const most = 8
-	var names []string
-	for i, s := range sigs {
-		if i == most {
-			names = append(names, fmt.Sprintf("and %d more", len(sigs)-most))
-			break
-		}
-		name := s.Name
-		if strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
-			name = strconv.Quote(name) // the checkpoint's bytes, not ours
-		}
-		names = append(names, fmt.Sprintf("%s+%08x", name, s.Hash))
-	}
-	return strings.Join(names, ", ")
+	return expected + "; the checkpoint is signed by no key of that name, only by " + tlogfmt.SignatureNames(sigs)
 }
 
 func unverifiedOrigin(text string) string {

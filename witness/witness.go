@@ -143,12 +143,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/memtrail/memtrail/internal/metricshttp"
 	"github.com/memtrail/memtrail/internal/tlogfmt"
@@ -446,9 +444,9 @@ func (w *Witness) AddCheckpoint(ctx context.Context, body []byte) ([]byte, error
 		switch {
 		case errors.As(err, &unverified):
 			return nil, fmt.Errorf("%w: the witness knows this origin by the key %s; the checkpoint is signed by %s",
-				ErrInvalidSignature, strings.Join(known.keys[string(origin)], " or "), signatureNames(unverified.Note.UnverifiedSigs))
+				ErrInvalidSignature, strings.Join(known.keys[string(origin)], " or "), tlogfmt.SignatureNames(unverified.Note.UnverifiedSigs))
 		case errors.As(err, &invalid):
-			return nil, fmt.Errorf("%w: the signature by %s+%08x does not verify", ErrInvalidSignature, printable(invalid.Name), invalid.Hash)
+			return nil, fmt.Errorf("%w: the signature by %s+%08x does not verify", ErrInvalidSignature, tlogfmt.PrintableName(invalid.Name), invalid.Hash)
 		}
 		return nil, ErrMalformed
 	}
@@ -571,32 +569,6 @@ func (w *Witness) Checkpoint(ctx context.Context, origin string) ([]byte, error)
 		return nil, ErrNotFound
 	}
 	return bytes.Clone(st.stored), nil
-}
-
-// signatureNames names a checkpoint's signature lines as "name+hash".
-func signatureNames(sigs []note.Signature) string {
-	if len(sigs) == 0 {
-		return "no key"
-	}
-	const most = 8
-	var names []string
-	for i, s := range sigs {
-		if i == most {
-			names = append(names, fmt.Sprintf("and %d more", len(sigs)-most))
-			break
-		}
-		names = append(names, fmt.Sprintf("%s+%08x", printable(s.Name), s.Hash))
-	}
-	return strings.Join(names, ", ")
-}
-
-// printable quotes a key name from a request that a terminal would not
-// show as it is.
-func printable(name string) string {
-	if strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		return strconv.Quote(name)
-	}
-	return name
 }
 
 func (w *Witness) serveAddCheckpoint(rw http.ResponseWriter, r *http.Request) {
