@@ -114,18 +114,18 @@ type SourceResult struct {
 
 // ProjectionReport is the outcome of [VerifyProjection].
 type ProjectionReport struct {
-	Kind              string        `json:"kind"` // "projection"
-	Result            string        `json:"result"`
-	ProjectionID      string        `json:"projection_id,omitempty"`
-	VerificationTime  string        `json:"verification_time"`
-	VerificationScope string        `json:"verification_scope"`
+	Kind              string `json:"kind"` // "projection"
+	Result            string `json:"result"`
+	ProjectionID      string `json:"projection_id,omitempty"`
+	VerificationTime  string `json:"verification_time"`
+	VerificationScope string `json:"verification_scope"`
 	// NativeSource, when step 5 ran natively (ProjectionOptions.Source),
 	// names the source profile and what it verified with.
-	NativeSource string `json:"native_source,omitempty"`
-	DeliveredCount    *int          `json:"delivered_count,omitempty"`
-	ExcludedCount     *int64        `json:"excluded_count,omitempty"`
-	SingleUse         *Registration `json:"single_use,omitempty"`
-	Checks            []Check       `json:"checks"`
+	NativeSource   string        `json:"native_source,omitempty"`
+	DeliveredCount *int          `json:"delivered_count,omitempty"`
+	ExcludedCount  *int64        `json:"excluded_count,omitempty"`
+	SingleUse      *Registration `json:"single_use,omitempty"`
+	Checks         []Check       `json:"checks"`
 }
 
 // Valid reports whether the record verified.
