@@ -143,6 +143,9 @@ func (r *ProjectionReport) Summary() string {
 	}
 	fmt.Fprintf(&b, "projection %s: %s\n", id, r.Result)
 	fmt.Fprintf(&b, "  verified at %s, scope %s\n", r.VerificationTime, r.VerificationScope)
+	if r.NativeSource != "" {
+		fmt.Fprintf(&b, "  step 5 natively: %s\n", r.NativeSource)
+	}
 	summarizeChecks(&b, r.Checks)
 	return b.String()
 }

@@ -31,7 +31,7 @@ func (n *NativeVerifier) SourceProfile() string { return receipts.SourceProfileA
 
 // Describe names the vault and its keyring.
 func (n *NativeVerifier) Describe() string {
-	return "objects opened and framed natively from vault " + n.Name + " (owner " + n.Vault.Keyring.Owner().String() + ")"
+	return "objects opened and framed natively from vault " + n.Name + " (owner key " + n.Vault.Keyring.Owner().B64u() + ")"
 }
 
 // TrustSnapshot is the vault keyring's trust snapshot (-01 §5.1).
