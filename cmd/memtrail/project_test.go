@@ -332,4 +332,3 @@ func runInteropVerifier(t *testing.T, verifierPath, dir, out string, pub ed25519
 	t.Logf("interop verifier on %s: %s", out, strings.TrimSpace(string(b)))
 	return res
 }
-
