@@ -26,7 +26,7 @@ type Limits struct {
 	MaxScopes int
 	// MaxKnownKeys caps the known_keys of a container (default 1,024).
 	MaxKnownKeys int
-	// MaxNameBytes caps a scope name, a known_keys id, the producing tool,
+	// MaxNameBytes caps a scope name, the producing tool,
 	// the session identifier and each tag (default 1,024 bytes).
 	MaxNameBytes int
 	// MaxTags caps the tags of one object (default 1,024).

@@ -207,6 +207,9 @@ func sealPayload(payload []byte, signer ed25519.PrivateKey, kid KeyID, version u
 	msg.Headers.Protected[cose.HeaderLabelAlgorithm] = cose.AlgorithmEdDSA
 	msg.Headers.Protected[cose.HeaderLabelKeyID] = kid[:]
 	msg.Payload = payload
+	if payload == nil {
+		msg.Payload = []byte{} // a present, empty payload (go-cose reads nil as detached)
+	}
 	if err := msg.Sign(nil, aad, s); err != nil {
 		return nil, err
 	}
