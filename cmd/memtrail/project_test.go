@@ -332,3 +332,34 @@ func runInteropVerifier(t *testing.T, verifierPath, dir, out string, pub ed25519
 	t.Logf("interop verifier on %s: %s", out, strings.TrimSpace(string(b)))
 	return res
 }
+
+// TestVaultListReference lists a vault the reference implementation wrote,
+// with hostile objects in it: each refused object is named with its code
+// and exclusion class, the rest with their derived trust, and the opt-in
+// reads only what cannot be authenticated.
+func TestVaultListReference(t *testing.T) {
+	e := newProjectEnv(t)
+	vault := e.copyVault("forged")
+	code, stdout, stderr := e.run("vault", "list", vault)
+	if code != 0 {
+		t.Fatalf("vault list: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"8 objects", "refused: aead_tag_mismatch (authentication_failed)", "refused: version_downgrade (authentication_failed)",
+		"refused: inconsistent_kid (authentication_failed)", "refused: author_key_mismatch (authentication_failed)", " self signed author=", "confidence=absent",
+		" unverified unknown author=none "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("vault list: no %q in\n%s", want, stdout)
+		}
+	}
+	if n := strings.Count(stdout, "refused:"); n != 4 {
+		t.Errorf("%d refused, want 4\n%s", n, stdout)
+	}
+	_, stdout, _ = e.run("vault", "list", e.copyVault("legacy-v1"))
+	if n := strings.Count(stdout, "refused: legacy_v1_unverified (authentication_failed)"); n != 2 {
+		t.Errorf("legacy-v1 fail-closed:\n%s", stdout)
+	}
+	_, stdout, _ = e.run("vault", "list", "legacy-v1.amem", "--allow-unverified")
+	if n := strings.Count(stdout, " unverified unknown author=none "); n != 2 {
+		t.Errorf("legacy-v1 under the opt-in:\n%s", stdout)
+	}
+}
