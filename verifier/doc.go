@@ -24,6 +24,11 @@
 // projection bytes (which must be UTF-8), and last single use in a
 // [Registry] — only for a record that passed everything else, so a refused
 // record never uses up its id. Missing material is reported as skipped.
+// With a [SourceVerifier] (for ApertoMemory, internal/projector's
+// NativeVerifier over a vault) step 5 runs natively: the trust snapshot,
+// each source object's result and each fragment are derived from the
+// source objects and the verifier's trust state, not taken from the
+// material.
 //
 // # Log audits
 //

@@ -36,8 +36,9 @@ type Material struct {
 	Projection      []byte
 	// NativeResults are the results of the source profile's own verifier
 	// (for ApertoMemory, its open-sealed run) for each delivered object.
-	// memtrail does not open sealed objects; it checks that the record
-	// preserved these results exactly.
+	// The verifier checks that the record preserved these results
+	// exactly; with ProjectionOptions.Source it derives them itself from
+	// the source objects instead and does not use these.
 	NativeResults []NativeResult
 }
 

@@ -70,19 +70,62 @@ type ProjectionOptions struct {
 	// record is registered there after every other check passed. Nil
 	// means single use is not checked.
 	Registry Registry
+	// Source, when set, is the source profile's own verifier: step 5 is
+	// then run natively. The trust snapshot is checked against the bytes
+	// Source derives from its trust state, each source object of the
+	// material is opened by Source and its result compared with the
+	// record (the material's native results are not used), and each
+	// fragment Source derives from an object must be the fragment the
+	// record commits to. Nil means the material's native results are
+	// compared, as the interop vectors do.
+	Source SourceVerifier
+}
+
+// A SourceVerifier is a source profile's native verifier (draft §8, step
+// 5): it opens source objects itself, under the trust state it holds,
+// instead of taking their results from the material. Its methods are
+// called from one goroutine.
+type SourceVerifier interface {
+	// SourceProfile is the source_profile whose objects it opens.
+	SourceProfile() string
+	// Describe says, for the report, what it verifies with (for
+	// example which vault); it must not carry secrets.
+	Describe() string
+	// TrustSnapshot returns the exact trust-snapshot bytes of the trust
+	// state it opens objects under.
+	TrustSnapshot() []byte
+	// VerifySource opens one source object's exact bytes and returns its
+	// native result. An object the profile refuses has Valid false and
+	// its reason in Refusal.
+	VerifySource(sealed []byte) SourceResult
+}
+
+// SourceResult is what a [SourceVerifier] derived from one source object.
+type SourceResult struct {
+	NativeResult
+	// Refusal is why the profile refused the object ("" when Valid).
+	Refusal string
+	// FrameProfile and Fragment are the context-frame profile the
+	// verifier frames under and the fragment it derives from the object
+	// under it; Fragment is nil when the object was refused.
+	FrameProfile string
+	Fragment     []byte
 }
 
 // ProjectionReport is the outcome of [VerifyProjection].
 type ProjectionReport struct {
-	Kind              string        `json:"kind"` // "projection"
-	Result            string        `json:"result"`
-	ProjectionID      string        `json:"projection_id,omitempty"`
-	VerificationTime  string        `json:"verification_time"`
-	VerificationScope string        `json:"verification_scope"`
-	DeliveredCount    *int          `json:"delivered_count,omitempty"`
-	ExcludedCount     *int64        `json:"excluded_count,omitempty"`
-	SingleUse         *Registration `json:"single_use,omitempty"`
-	Checks            []Check       `json:"checks"`
+	Kind              string `json:"kind"` // "projection"
+	Result            string `json:"result"`
+	ProjectionID      string `json:"projection_id,omitempty"`
+	VerificationTime  string `json:"verification_time"`
+	VerificationScope string `json:"verification_scope"`
+	// NativeSource, when step 5 ran natively (ProjectionOptions.Source),
+	// names the source profile and what it verified with.
+	NativeSource   string        `json:"native_source,omitempty"`
+	DeliveredCount *int          `json:"delivered_count,omitempty"`
+	ExcludedCount  *int64        `json:"excluded_count,omitempty"`
+	SingleUse      *Registration `json:"single_use,omitempty"`
+	Checks         []Check       `json:"checks"`
 }
 
 // Valid reports whether the record verified.
@@ -100,6 +143,9 @@ func (r *ProjectionReport) Summary() string {
 	}
 	fmt.Fprintf(&b, "projection %s: %s\n", id, r.Result)
 	fmt.Fprintf(&b, "  verified at %s, scope %s\n", r.VerificationTime, r.VerificationScope)
+	if r.NativeSource != "" {
+		fmt.Fprintf(&b, "  step 5 natively: %s\n", r.NativeSource)
+	}
 	summarizeChecks(&b, r.Checks)
 	return b.String()
 }
@@ -213,12 +259,34 @@ func VerifyProjection(ctx context.Context, record []byte, opts ProjectionOptions
 		m.RecallRequest, receipts.CodeRecallRequestDigestMismatch, "recall request")
 	checkDigest(&l, CheckSelectionPolicy, "selection_context.selection_policy_digest", r.SelectionContext.SelectionPolicyDigest,
 		m.SelectionPolicy, receipts.CodeSelectionPolicyDigestMismatch, "selection policy")
-	checkDigest(&l, CheckTrustSnapshot, "selection_context.trust_snapshot_digest", r.SelectionContext.TrustSnapshotDigest,
-		m.TrustSnapshot, receipts.CodeTrustSnapshotDigestMismatch, "trust snapshot")
+	var native *nativeRun
+	if opts.Source != nil {
+		native = runNative(opts.Source, r, m)
+		rep.NativeSource = opts.Source.SourceProfile() + ": " + opts.Source.Describe()
+	}
+	if native != nil && native.profileErr == "" {
+		checkNativeTrustSnapshot(&l, r, m.TrustSnapshot, opts.Source.TrustSnapshot())
+	} else {
+		checkDigest(&l, CheckTrustSnapshot, "selection_context.trust_snapshot_digest", r.SelectionContext.TrustSnapshotDigest,
+			m.TrustSnapshot, receipts.CodeTrustSnapshotDigestMismatch, "trust snapshot")
+	}
 	checkSourceObjects(&l, r, m.SourceObjects)
-	checkNativeResults(&l, r, m.NativeResults)
-	checkFragments(&l, r, m.Fragments)
-	checkProjectionBytes(&l, r, m.Fragments, m.Projection)
+	fragments := m.Fragments
+	if native != nil {
+		native.check(&l, r, m)
+		if fragments == nil && native.fragments != nil {
+			fragments = native.fragments
+		}
+	} else {
+		checkNativeResults(&l, r, m.NativeResults)
+	}
+	if native == nil || native.checkFragments(&l, r) {
+		checkFragments(&l, r, fragments)
+		if last := &l[len(l)-1]; native != nil && native.fragments != nil && last.Outcome == Passed {
+			last.Detail += ", each the fragment the native verifier frames from its source object"
+		}
+	}
+	checkProjectionBytes(&l, r, fragments, m.Projection)
 
 	materialChecks := 0
 	for _, c := range l {

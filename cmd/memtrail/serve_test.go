@@ -97,6 +97,23 @@ func TestQuickStart(t *testing.T) {
 	if err != nil || !strings.Contains(out, "VALID") {
 		t.Errorf("verify proof under memtrail-data/log.policy: %v\n%s", err, out)
 	}
+	// The README's vault quick start, as written there: a vault, a
+	// projection from it submitted to the log, and its native verification.
+	script := readmeBlock(t, "### From a memory vault")
+	script = strings.ReplaceAll(script, "./bin/memtrail", bin)
+	script = strings.ReplaceAll(script, "http://127.0.0.1:8080", base)
+	sh := exec.Command("sh", "-ec", script)
+	sh.Dir = dir
+	shOut, err := sh.CombinedOutput()
+	if err != nil {
+		t.Fatalf("README vault quick start: %v\n%s", err, shOut)
+	}
+	for _, want := range []string{"delivered 2 of 2 objects", "out/record.json: logged projection", ": VALID",
+		"scope FULL_PROJECTION_AND_NATIVE_SOURCE_RESULTS", "ok   native_source_results (2 results re-derived natively"} {
+		if !strings.Contains(string(shOut), want) {
+			t.Errorf("README vault quick start: no %q in\n%s", want, shOut)
+		}
+	}
 	// A second serve on the same address fails before writing anything.
 	second := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--data", "other-data")
 	second.Dir = dir
@@ -106,6 +123,36 @@ func TestQuickStart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "other-data")); !os.IsNotExist(err) {
 		t.Errorf("serve on a busy address left a data directory: %v", err)
 	}
+}
+
+// readmeBlock returns the shell commands of the first indented block
+// after the README heading, continuation lines joined.
+func readmeBlock(t *testing.T, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q", heading)
+	}
+	var lines []string
+	started := false
+	for _, l := range strings.Split(rest, "\n") {
+		if strings.HasPrefix(l, "    ") {
+			started = true
+			lines = append(lines, strings.TrimPrefix(l, "    "))
+			continue
+		}
+		if started {
+			break
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatalf("README.md has no commands under %q", heading)
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
 
 func waitHealthy(t *testing.T, base string, stderr *bytes.Buffer) {

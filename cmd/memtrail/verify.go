@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/apertomemory"
 	"github.com/memtrail/memtrail/internal/atomicfile"
+	"github.com/memtrail/memtrail/internal/projector"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/memtrail/memtrail/verifier/backend"
@@ -27,8 +29,9 @@ import (
 const verifyUsage = `Usage: memtrail verify <what> [flags] [arguments]
 
 	memtrail verify receipt FILE [--adapters PINS.json] [--trust FILE] [--key HEX]... [--at TIME]
-	memtrail verify projection RECORD.json (--adapters PINS.json | --trust FILE) [--material MATERIAL.json]
-	        [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL --log-policy TLOG_POLICY]
+	memtrail verify projection RECORD.json (--adapters PINS.json | --trust FILE) [--material MATERIAL.json
+	        [--vault FILE.amem [--passphrase-file FILE]]] [--policy POLICY.json] [--at TIME]
+	        [--registry FILE | --log URL --log-policy TLOG_POLICY]
 	memtrail verify compaction ECCR.json (--trust FILE | --key HEX...) [--manifest M.json]
 	        [--at TIME] [--item DIGEST --source-proof FILE]...
 	memtrail verify proof PROOF.tlog-proof --receipt R.json --policy TLOG_POLICY
@@ -74,6 +77,17 @@ single use of projection_id in a registry file (--registry) or a log (--log):
 the log's answer counts only with an inclusion proof of the record at the
 index it names, in a checkpoint that satisfies --log-policy (a C2SP
 tlog-policy). Whatever material is missing is reported as skipped.
+
+With --vault (an ApertoMemory .amem vault; its passphrase from
+--passphrase-file or AMEM_PASSPHRASE, never a flag value) step 5 runs
+natively: each source object of the material is opened with the vault's
+keys and its trust, authorship, author key and custody derived under the
+vault's keyring and compared with the record (native_source_result_mismatch),
+each fragment is framed again from its object (fragment_digest_mismatch),
+and the trust snapshot is the vault keyring's, which must be the one the
+record's trust was evaluated under (trust_snapshot_digest_mismatch). The
+material's own native results are then not used. The report's
+native_source says what verified them.
 `
 
 const verifyCompactionText = `"compaction" checks an ECCR, bare or as the {"eccr": …, "manifest": …}
@@ -476,7 +490,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt)
 }
 
-const projectionSynopsis = "memtrail verify projection RECORD.json (--adapters PINS.json | --trust FILE) [--material MATERIAL.json] [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL --log-policy TLOG_POLICY]"
+const projectionSynopsis = "memtrail verify projection RECORD.json (--adapters PINS.json | --trust FILE) [--material MATERIAL.json [--vault FILE.amem [--passphrase-file FILE]]] [--policy POLICY.json] [--at TIME] [--registry FILE | --log URL --log-policy TLOG_POLICY]"
 
 func verifyProjection(args []string) error {
 	fs := newVerifyFlags("projection")
@@ -489,6 +503,8 @@ func verifyProjection(args []string) error {
 	registryFlag := fs.String("registry", "", "registry file: register projection_id for single use")
 	logFlag := fs.String("log", "", "memtrail log URL: bind projection_id to this record in the log (needs --log-policy)")
 	logPolicyFlag := fs.String("log-policy", "", "C2SP tlog-policy of the --log (its key and witness quorum): the log's answers count only with inclusion proofs under it")
+	vaultFlag := fs.String("vault", "", "ApertoMemory vault (.amem): open the material's source objects natively (step 5)")
+	passFlag := passphraseFlag(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -505,6 +521,10 @@ func verifyProjection(args []string) error {
 		return synopsisError(projectionSynopsis, "--log needs --log-policy TLOG_POLICY, the log's C2SP tlog-policy (as \"verify proof --policy\" takes): single use against a log is accepted only with an inclusion proof of the record in a checkpoint that satisfies it")
 	case *logPolicyFlag != "" && *logFlag == "":
 		return synopsisError(projectionSynopsis, "--log-policy is the tlog-policy of the --log; give it with --log URL")
+	case *vaultFlag != "" && *materialFlag == "":
+		return synopsisError(projectionSynopsis, "--vault opens the source objects of --material MATERIAL.json: give both (\"memtrail project\" writes material.json)")
+	case *passFlag != "" && *vaultFlag == "":
+		return synopsisError(projectionSynopsis, "--passphrase-file is the passphrase of the --vault; give it with --vault FILE.amem")
 	}
 	if *registryFlag != "" {
 		if err := checkWritable("--registry", *registryFlag); err != nil {
@@ -537,6 +557,20 @@ func verifyProjection(args []string) error {
 		if opts.Policy, err = verifier.ParseVerificationPolicy(b); err != nil {
 			return inputError(fmt.Errorf("%s: %w", *policyFlag, err))
 		}
+	}
+	if *vaultFlag != "" {
+		c, id, err := openVault(*vaultFlag, *passFlag)
+		if err != nil {
+			return inputError(err)
+		}
+		// The opt-in reports what an object that cannot be authenticated
+		// is, at most unverified, instead of refusing it: a record may
+		// deliver such objects under a policy that opted in.
+		v, err := c.OpenWithIdentity(id, &apertomemory.OpenOptions{AllowUnverified: true})
+		if err != nil {
+			return inputError(fmt.Errorf("vault %s: %w", *vaultFlag, err))
+		}
+		opts.Source = &projector.NativeVerifier{Vault: v, Name: *vaultFlag}
 	}
 	if opts.Time.IsZero() && (opts.Policy == nil || opts.Policy.VerificationTime == nil) {
 		opts.Time = time.Now().UTC()
