@@ -45,6 +45,7 @@ func lineageAgreement(t *testing.T, seed uint64) []string {
 	now := time.Now().UTC().Truncate(time.Second)
 	trust := s.Trust(now.Add(-time.Hour))
 	l := openRealLog(t, dir, key, s, trust)
+	defer l.close() // before TempDir's cleanup: Tessera writes until it is closed
 	ctx := context.Background()
 
 	pool := gen.Items(fmt.Sprint("agree", seed), 10)
