@@ -1,4 +1,4 @@
-package log
+package posixstore
 
 import (
 	"context"
@@ -11,42 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/memtrail/memtrail/internal/atomicfile"
+	"github.com/memtrail/memtrail/internal/datadir"
+	"github.com/memtrail/memtrail/log/store"
 	"github.com/memtrail/memtrail/receipts"
 )
-
-// ManifestStore keeps the source manifests of logged compactions, content
-// addressed by their source tree root ("sha256:<hex>"), immutable.
-//
-// Contract, for every implementation:
-//
-//   - Put stores the canonical manifest bytes under root and is durable when
-//     it returns nil. Putting the same root again is a no-op; Put never
-//     replaces stored bytes.
-//   - Get returns the stored bytes, or an error wrapping ErrNotFound. It
-//     checks that the bytes still hash to the root they are stored under
-//     (a manifest's root is the Merkle root of its items, so it parses
-//     them) and returns an error wrapping ErrManifestCorrupt otherwise.
-//   - Roots lists every stored root (for fsck), in any order.
-//   - Methods are safe for concurrent use.
-//
-// The log calls Put before it appends the compaction, so every logged
-// compaction has its manifest; a crash in between leaves an unreferenced
-// manifest, which fsck reports and may remove.
-//
-// Who trusts it: nobody has to. Anyone who fetches a manifest recomputes its
-// root and compares it with the logged ECCR. An attacker who can write the
-// store can delete or alter manifests (the log then serves errors and fsck
-// reports the damage) but cannot make an altered manifest verify.
-type ManifestStore interface {
-	Put(ctx context.Context, root string, canonical []byte) error
-	Get(ctx context.Context, root string) ([]byte, error)
-	Roots(ctx context.Context) ([]string, error)
-}
-
-// ErrManifestCorrupt is returned when stored manifest bytes do not match
-// the root they are stored under.
-var ErrManifestCorrupt = errors.New("stored manifest does not match its root")
 
 // FileManifestStore stores manifests as files DIR/<first two hex digits>/<64
 // hex digits>.json, written to a temporary file, synced and renamed into
@@ -64,11 +32,11 @@ func NewFileManifestStore(dir string) (*FileManifestStore, error) {
 }
 
 func (s *FileManifestStore) path(root string) (string, error) {
-	if !receipts.IsDigest(root) {
-		return "", fmt.Errorf("manifest root %q is not a sha256 digest: %w", root, ErrNotFound)
+	p, ok := datadir.ManifestPath(s.dir, root)
+	if !ok {
+		return "", fmt.Errorf("manifest root %q is not a sha256 digest: %w", root, store.ErrNotFound)
 	}
-	h := root[len("sha256:"):]
-	return filepath.Join(s.dir, h[:2], h+".json"), nil
+	return p, nil
 }
 
 func (s *FileManifestStore) Put(ctx context.Context, root string, canonical []byte) error {
@@ -89,14 +57,14 @@ func (s *FileManifestStore) Get(ctx context.Context, root string) ([]byte, error
 	}
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("manifest %s: %w", root, ErrNotFound)
+		return nil, fmt.Errorf("manifest %s: %w", root, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("couldn't read manifest %s: %w", root, err)
 	}
 	mf, err := receipts.ParseManifest(b)
 	if err != nil || mf.Root() != root {
-		return nil, fmt.Errorf("manifest %s: %w", root, ErrManifestCorrupt)
+		return nil, fmt.Errorf("manifest %s: %w", root, store.ErrManifestCorrupt)
 	}
 	return b, nil
 }
@@ -123,22 +91,12 @@ func (s *FileManifestStore) Roots(ctx context.Context) ([]string, error) {
 	return roots, nil
 }
 
-// Remove deletes the manifest stored under root (fsck uses it for
+// Remove deletes the manifest stored under root (fsck --repair removes
 // unreferenced manifests).
-func (s *FileManifestStore) Remove(root string) error {
+func (s *FileManifestStore) Remove(ctx context.Context, root string) error {
 	p, err := s.path(root)
 	if err != nil {
 		return err
 	}
 	return os.Remove(p)
-}
-
-// writeFileAtomic replaces path with data (see atomicfile.Write),
-// creating its directory if needed.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("couldn't create %s: %w", dir, err)
-	}
-	return atomicfile.Write(path, data, perm)
 }
