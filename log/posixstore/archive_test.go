@@ -119,4 +119,3 @@ func FuzzParseSegment(f *testing.F) {
 		}
 	})
 }
-

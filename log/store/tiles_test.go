@@ -60,7 +60,6 @@ func TestCheckEntryBundle(t *testing.T) {
 	}
 }
 
-
 // TestTrim: a partial resource is served as its width, also when storage
 // gave the full one that replaced it; any other length is damage.
 func TestTrim(t *testing.T) {
