@@ -25,3 +25,21 @@ func TestFileCheckpointArchiveContract(t *testing.T) {
 		return a
 	})
 }
+
+func TestDriverContract(t *testing.T) {
+	store.TestDriver(t, func(t *testing.T) func() store.Driver {
+		dir := t.TempDir()
+		return func() store.Driver { return NewDriver(dir) }
+	})
+}
+
+func TestDirLockContract(t *testing.T) {
+	dir := t.TempDir()
+	store.TestLease(t, func() (store.Lease, error) {
+		l, err := LockDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	})
+}
