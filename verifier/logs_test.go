@@ -3,8 +3,6 @@ package verifier_test
 import (
 	"context"
 	"flag"
-	"github.com/memtrail/memtrail/log/posixstore"
-	"github.com/memtrail/memtrail/log/store"
 	"io"
 	"log/slog"
 	"os"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/memtrail/memtrail/internal/gen"
 	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/log/posixstore"
+	"github.com/memtrail/memtrail/log/store"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/transparency-dev/tessera"

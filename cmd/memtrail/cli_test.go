@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/memtrail/memtrail/log/posixstore"
-	"github.com/memtrail/memtrail/log/store"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -20,6 +18,8 @@ import (
 	"github.com/memtrail/memtrail/api"
 	"github.com/memtrail/memtrail/internal/gen"
 	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/log/posixstore"
+	"github.com/memtrail/memtrail/log/store"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 )

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"flag"
 	"fmt"
-	"github.com/memtrail/memtrail/log/posixstore"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 	"github.com/memtrail/memtrail/api"
 	"github.com/memtrail/memtrail/internal/gen"
 	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/log/posixstore"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/rogpeppe/go-internal/testscript"
 )

@@ -69,8 +69,7 @@ type DriverOptions struct {
 	// Republish asks that the first publication pass of the appender sign
 	// and publish the tree again even if it has not grown since the
 	// checkpoint published last (so that the witnesses of a new policy
-	// cosign it at once). A driver that cannot arrange it publishes again
-	// after its republish interval, as it always does.
+	// cosign it at once), instead of after the republish interval.
 	Republish bool
 	// Logger receives the driver's operational logs.
 	Logger *slog.Logger
