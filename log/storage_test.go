@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/gen"
 	"github.com/memtrail/memtrail/log/posixstore"
 )
 
@@ -110,5 +112,58 @@ func TestStorageGuardEmbedded(t *testing.T) {
 			t.Fatal("the guard did not recover within 5s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// testLease is a store.Lease that the test can take away.
+type testLease struct {
+	lost     chan struct{}
+	released atomic.Bool
+}
+
+func (l *testLease) Lost() <-chan struct{} { return l.lost }
+func (l *testLease) Release()              { l.released.Store(true) }
+
+// TestLeaseLost: once the storage's lease is lost the log refuses every
+// submission (another writer may be appending), for good; Close releases
+// the lease all the same.
+func TestLeaseLost(t *testing.T) {
+	skey, _, err := GenerateLogKey("memtrail.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := gen.NewSigners()
+	dir := t.TempDir()
+	parts := openStorage(t, dir)
+	parts.Lease.Release() // the directory's own lock, replaced by one that can be lost
+	lease := &testLease{lost: make(chan struct{})}
+	parts.Lease = lease
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	l, err := Open(context.Background(), Config{Storage: parts, SigningKey: skey, Trust: s.Trust(now.Add(-time.Hour)),
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &testLog{Log: l, t: t, dir: dir, skey: skey, s: s, now: now}
+	tl.mustSubmit(tl.projection("urn:p:held"))
+	close(lease.lost)
+	deadline := time.Now().Add(5 * time.Second)
+	for tl.storage.unavailable() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the log did not notice the lost lease within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := tl.Submit(context.Background(), tl.projection("urn:p:after")); !errors.Is(err, ErrStorageUnavailable) || !errors.Is(err, errLeaseLost) {
+		t.Fatalf("Submit after the lease was lost = %v, want ErrStorageUnavailable", err)
+	}
+	// A probe that succeeds does not bring it back.
+	time.Sleep(probeHealthy + 200*time.Millisecond)
+	if _, err := tl.Submit(context.Background(), tl.projection("urn:p:later")); !errors.Is(err, errLeaseLost) {
+		t.Errorf("Submit a probe later = %v, want the lease still lost", err)
+	}
+	tl.Close(context.Background())
+	if !lease.released.Load() {
+		t.Error("Close did not release the lease")
 	}
 }

@@ -28,7 +28,6 @@ import (
 	"github.com/memtrail/memtrail/internal/datadir"
 	"github.com/memtrail/memtrail/log/sqliteindex"
 	"github.com/memtrail/memtrail/log/store"
-	"github.com/transparency-dev/tessera/api/layout"
 )
 
 // Config says which data directory Open opens.
@@ -196,7 +195,11 @@ func OpenCheck(ctx context.Context, dir string, repair bool) (store.Check, error
 // returns an error wrapping fs.ErrNotExist when the log has published
 // none.
 func PublishedCheckpoint(dir string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(dir, datadir.Tiles, layout.CheckpointPath))
+	r, err := NewDriver(filepath.Join(dir, datadir.Tiles)).Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return r.ReadCheckpoint(context.Background())
 }
 
 // migrateCheckpoints moves the checkpoints an earlier memtrail archived in

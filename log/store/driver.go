@@ -34,12 +34,14 @@ import (
 // What the log relies on from the appender and reader Tessera builds on
 // the driver, beyond Tessera's own documentation:
 //
-//   - Sequencing is in one total order: each Add is given one index, and
-//     an Add that returns (its future resolves) after another was called
-//     gets a greater one. A future that resolves to an index means the
-//     entry is durably sequenced: it is integrated at that index
-//     eventually, crash or not. One that resolves to tessera.ErrPushback
-//     wrote nothing.
+//   - Sequencing is first in, first out: each Add is given one index, and
+//     an Add called after another (the caller orders them: one goroutine,
+//     or a lock) gets a greater one, whether or not the earlier one's
+//     future has resolved. The log hands each lineage entry to Add under
+//     its lineage lock, so the log's order is the order of its decisions.
+//     A future that resolves to an index means the entry is durably
+//     sequenced: it is integrated at that index eventually, crash or not.
+//     One that resolves to tessera.ErrPushback wrote nothing.
 //   - An Add that fails otherwise may or may not have sequenced its entry
 //     (the outcome is unknown), but its fate is sealed when its future
 //     resolves: if the entry was sequenced, its index is below NextIndex
@@ -51,10 +53,11 @@ import (
 //     Integration may happen within Add (the POSIX driver) or after it
 //     (drivers with a sequencing queue, such as Tessera's AWS driver).
 //   - ReadCheckpoint returns the checkpoint last published, of a size at
-//     most IntegratedSize; checkpoints are published in increasing size.
+//     most IntegratedSize; a later one is never of a smaller size.
 //
 // The log settles an Add of unknown outcome against the integrated tree
-// only (see the log package's docs): never against what an Add returned.
+// only, never against what an Add returned, and indexes integrated entries
+// only (docs/design/storage.md).
 type Driver interface {
 	Reader(ctx context.Context) (tessera.LogReader, error)
 	Open(ctx context.Context, opts DriverOptions) (tessera.Driver, error)
