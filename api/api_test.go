@@ -19,6 +19,8 @@ import (
 	"github.com/memtrail/memtrail/internal/gen"
 	"github.com/memtrail/memtrail/internal/promtest"
 	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/log/posixstore"
+	"github.com/memtrail/memtrail/log/store"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/memtrail/memtrail/witness"
@@ -46,7 +48,7 @@ func newTestServerWith(t *testing.T, cpInterval time.Duration, cfg Config) *test
 	}
 	s, _ := gen.NewSigners()
 	l, err := mlog.Open(context.Background(), mlog.Config{
-		Dir: t.TempDir(), SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)),
+		Storage: openStorage(t, t.TempDir()), SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)),
 		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: cpInterval,
 	})
 	if err != nil {
@@ -575,7 +577,7 @@ func TestWaitProofWithoutQuorum(t *testing.T) {
 	}
 	s, _ := gen.NewSigners()
 	l, err := mlog.Open(context.Background(), mlog.Config{
-		Dir: t.TempDir(), SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)),
+		Storage: openStorage(t, t.TempDir()), SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)),
 		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond,
 		Witnesses: &wg, WitnessTimeout: 200 * time.Millisecond, WitnessFailOpen: true,
 	})
@@ -711,4 +713,14 @@ func TestErasureLookups(t *testing.T) {
 	if is.State != "purged" || is.Tombstone == nil || is.Tombstone.ID != "urn:t:eo" || len(is.OutputOf) != 1 || is.OutputOf[0].State != "erased" {
 		t.Errorf("erased output = %+v", is)
 	}
+}
+
+// openStorage opens the embedded storage of the data directory dir.
+func openStorage(t testing.TB, dir string) store.Parts {
+	t.Helper()
+	p, err := posixstore.Open(context.Background(), posixstore.Config{Dir: dir})
+	if err != nil {
+		t.Fatalf("posixstore.Open(%s): %v", dir, err)
+	}
+	return p
 }

@@ -44,7 +44,7 @@ func FuzzHTTP(f *testing.F) {
 		dir, _ := mkdirTemp()
 		skey, _, _ := mlog.GenerateLogKey("memtrail.test/fuzz")
 		s := gen.Deterministic(3)
-		l, err := mlog.Open(context.Background(), mlog.Config{Dir: dir, SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)), BatchMaxAge: time.Millisecond, CheckpointInterval: 100 * time.Millisecond})
+		l, err := mlog.Open(context.Background(), mlog.Config{Storage: openStorage(f, dir), SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)), BatchMaxAge: time.Millisecond, CheckpointInterval: 100 * time.Millisecond})
 		if err != nil {
 			f.Fatal(err)
 		}

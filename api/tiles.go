@@ -2,26 +2,24 @@ package api
 
 import (
 	"compress/gzip"
-	"crypto/sha256"
+	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
-	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/log/store"
 	"github.com/transparency-dev/tessera/api/layout"
 )
 
-// The tlog-tiles read API, served from the tiles directory. Paths are
-// parsed and re-formatted before any file is opened, so nothing outside the
-// tile layout (and nothing under .state/) can be reached.
+// The tlog-tiles read API, served through the log's reader (Tessera's
+// LogReader over its storage, whatever the driver). Paths are parsed and
+// re-formatted before anything is read, so nothing outside the tile layout
+// can be reached.
 
 func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
-	b, err := os.ReadFile(filepath.Join(s.log.TilesDir(), layout.CheckpointPath))
+	b, err := s.log.Reader().ReadCheckpoint(r.Context())
 	if errors.Is(err, fs.ErrNotExist) {
 		writeJSON(w, http.StatusNotFound, Refusal{Code: codeNotPublished, Detail: "no checkpoint has been published yet"})
 		return
@@ -60,24 +58,9 @@ func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, Refusal{Code: codeNotFound, Detail: "not a tile path: /tile/" + p})
 		return
 	}
-	s.serveStatic(w, r, layout.TilePath(level, index, partial), partial, false)
-}
-
-// checkStatic refuses to serve a tile or bundle whose bytes cannot be what
-// the log wrote (see mlog.ErrTileDamaged): clients would reject it anyway,
-// and the operator needs to know.
-func checkStatic(b []byte, partial uint8, entries bool) error {
-	if entries {
-		return mlog.CheckEntryBundle(b, partial)
-	}
-	want := layout.TileWidth
-	if partial > 0 {
-		want = int(partial)
-	}
-	if len(b) != want*sha256.Size {
-		return fmt.Errorf("%w: a tile of width %d is %d bytes", mlog.ErrTileDamaged, want, len(b))
-	}
-	return nil
+	s.serveStatic(w, r, layout.TilePath(level, index, partial), partial, false, func(ctx context.Context) ([]byte, error) {
+		return s.log.Reader().ReadTile(ctx, level, index, partial)
+	})
 }
 
 func (s *Server) serveEntries(w http.ResponseWriter, r *http.Request) {
@@ -87,11 +70,19 @@ func (s *Server) serveEntries(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, Refusal{Code: codeNotFound, Detail: "not an entry bundle path: /tile/entries/" + p})
 		return
 	}
-	s.serveStatic(w, r, layout.EntriesPath(index, partial), partial, true)
+	s.serveStatic(w, r, layout.EntriesPath(index, partial), partial, true, func(ctx context.Context) ([]byte, error) {
+		return s.log.Reader().ReadEntryBundle(ctx, index, partial)
+	})
 }
 
-func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request, rel string, partial uint8, compress bool) {
-	b, err := os.ReadFile(filepath.Join(s.log.TilesDir(), filepath.FromSlash(rel)))
+// serveStatic serves the tile or entry bundle at rel (entries says which),
+// as read. A resource whose bytes cannot be what the log wrote (see
+// store.ErrTileDamaged) is not served: clients would reject it anyway, and
+// the operator needs to know. Asked for a partial resource, the reader may
+// give the full one that replaced it: its first hashes or entries are the
+// partial one's, which is what is served.
+func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request, rel string, partial uint8, entries bool, read func(context.Context) ([]byte, error)) {
+	b, err := read(r.Context())
 	if errors.Is(err, fs.ErrNotExist) {
 		writeJSON(w, http.StatusNotFound, Refusal{Code: codeNotFound, Detail: "no such resource: /" + rel})
 		return
@@ -100,7 +91,12 @@ func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request, rel string,
 		s.writeError(w, r, err)
 		return
 	}
-	if err := checkStatic(b, partial, compress); err != nil {
+	if entries {
+		b, err = store.TrimEntryBundle(b, partial)
+	} else {
+		b, err = store.TrimTile(b, partial)
+	}
+	if err != nil {
 		s.logger.Error("not serving a damaged tile: memtrail fsck --repair rewrites tiles from the entries", "path", rel, "error", err)
 		writeJSON(w, http.StatusInternalServerError, Refusal{Code: codeTileDamaged, Detail: "the stored /" + rel + " is damaged, so it is not served; the operator must repair it (memtrail fsck)"})
 		return
@@ -113,7 +109,7 @@ func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request, rel string,
 		// the full tile; keep it briefly.
 		w.Header().Set("Cache-Control", "public, max-age=60")
 	}
-	if compress && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+	if entries && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Vary", "Accept-Encoding")
 		zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)

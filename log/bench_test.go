@@ -3,8 +3,6 @@ package log
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,7 +17,7 @@ import (
 func BenchmarkSubmit(b *testing.B) {
 	skey, _, _ := GenerateLogKey("bench.example/log")
 	s := gen.Deterministic(1)
-	l, err := Open(context.Background(), Config{Dir: b.TempDir(), SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour))})
+	l, err := Open(context.Background(), Config{Storage: openStorage(b, b.TempDir()), SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour))})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,31 +63,4 @@ func BenchmarkSubmit(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entries/s")
-}
-
-// BenchmarkIndexApply measures the index's cost per projection entry,
-// applied in runs of 300 (a typical group).
-func BenchmarkIndexApply(b *testing.B) {
-	x, err := OpenSQLiteIndex(b.TempDir() + "/index.db")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer x.Close()
-	ctx := context.Background()
-	run := 300
-	if v, err := strconv.Atoi(os.Getenv("MEMTRAIL_APPLY_RUN")); err == nil {
-		run = v
-	}
-	entries := make([]Entry, run)
-	next := uint64(0)
-	b.ResetTimer()
-	for done := 0; done < b.N; done += run {
-		for i := range entries {
-			entries[i] = Entry{Index: next + uint64(i), Kind: receipts.KindProjection, ID: fmt.Sprint("urn:bench:apply:", next+uint64(i))}
-		}
-		if err := x.Apply(ctx, next, entries); err != nil {
-			b.Fatal(err)
-		}
-		next += uint64(run)
-	}
 }

@@ -6,12 +6,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/datadir"
+	"github.com/memtrail/memtrail/log/posixstore"
 	fmtlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -35,36 +38,50 @@ func archivedLog(t *testing.T) (*testLog, map[uint64][]byte) {
 	if err := tl.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	held := archiveContents(t, &FileCheckpointArchive{dir: filepath.Join(tl.dir, checkpointsDir)})
+	held := archiveContents(t, testArchive(t, tl.dir))
 	if len(held) < 3 {
 		t.Fatalf("archived sizes %v; want at least 3", held)
 	}
 	return tl, held
 }
 
-// archiveContents returns every checkpoint the archive holds, by size.
-func archiveContents(t *testing.T, a *FileCheckpointArchive) map[uint64][]byte {
+// testArchive returns the embedded checkpoint archive of the data
+// directory dir.
+func testArchive(t *testing.T, dir string) *posixstore.FileCheckpointArchive {
 	t.Helper()
-	groups, err := a.groups()
+	a, err := posixstore.NewFileCheckpointArchive(filepath.Join(dir, datadir.Checkpoints))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// archiveContents returns every checkpoint the archive holds, by size.
+func archiveContents(t *testing.T, a CheckpointArchive) map[uint64][]byte {
+	t.Helper()
 	held := map[uint64][]byte{}
-	for _, g := range groups {
-		seg, err := a.readSegment(g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for s, b := range seg.last {
-			held[s] = b
-		}
+	err := a.Range(context.Background(), 0, math.MaxUint64, func(size uint64, signed []byte) error {
+		held[size] = signed
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return held
 }
 
-// writeSegment replaces the segment of group with records of the
-// checkpoints of held in that group, as an attacker or a restore could.
-func writeSegment(t *testing.T, a *FileCheckpointArchive, group uint64, held map[uint64][]byte) {
+// The embedded archive's segments: DIR/checkpoints/<k> holds the
+// checkpoints of sizes 1000k to 1000k+999 (see posixstore).
+const segmentSpan = 1000
+
+func segmentPath(dir string, group uint64) string {
+	return filepath.Join(dir, datadir.Checkpoints, fmt.Sprint(group))
+}
+
+// writeSegment replaces the segment of group in the data directory dir with
+// records of the checkpoints of held in that group, as an attacker or a
+// restore could.
+func writeSegment(t *testing.T, dir string, group uint64, held map[uint64][]byte) {
 	t.Helper()
 	var b []byte
 	for s, cp := range held {
@@ -72,7 +89,7 @@ func writeSegment(t *testing.T, a *FileCheckpointArchive, group uint64, held map
 			b = fmt.Appendf(b, "%d %d\n%s\n", s, len(cp), cp)
 		}
 	}
-	if err := os.WriteFile(a.segmentPath(group), b, 0o644); err != nil {
+	if err := os.WriteFile(segmentPath(dir, group), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -154,20 +171,25 @@ func TestCheckpointArchiveMigration(t *testing.T) {
 		}
 	}
 	db.Close()
-	if err := os.RemoveAll(filepath.Join(tl.dir, checkpointsDir)); err != nil {
+	if err := os.RemoveAll(filepath.Join(tl.dir, datadir.Checkpoints)); err != nil {
 		t.Fatal(err)
 	}
 
 	tl2 := openTestLog(t, tl.dir, tl.skey, tl.s)
 	checkArchive(t, tl2.Log, held)
-	var n int
-	if err := tl2.index.(*SQLiteIndex).db.QueryRow("SELECT count(*) FROM sqlite_master WHERE name = 'checkpoints'").Scan(&n); err != nil || n != 0 {
-		t.Errorf("the checkpoints table is still in the index (%d, %v)", n, err)
-	}
 	if err := tl2.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	a := &FileCheckpointArchive{dir: filepath.Join(tl.dir, checkpointsDir)}
+	db, err = sql.Open("sqlite", "file:"+filepath.Join(tl.dir, "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM sqlite_master WHERE name = 'checkpoints'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the checkpoints table is still in the index (%d, %v)", n, err)
+	}
+	db.Close()
+	a := testArchive(t, tl.dir)
 	for s, want := range held {
 		if got, err := a.Get(context.Background(), s); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("archived checkpoint of size %d = %q, %v", s, got, err)
@@ -189,7 +211,7 @@ func TestCheckpointArchiveMigration(t *testing.T) {
 func TestCheckpointArchiveChecks(t *testing.T) {
 	tl, held := archivedLog(t)
 	ctx := context.Background()
-	a := &FileCheckpointArchive{dir: filepath.Join(tl.dir, checkpointsDir)}
+	a := testArchive(t, tl.dir)
 	if r := fsck(t, tl, false); !r.OK() || len(r.Problems) != 0 {
 		t.Fatalf("fsck of a sound archive: %+v", r.Problems)
 	}
@@ -225,8 +247,8 @@ func TestCheckpointArchiveChecks(t *testing.T) {
 		m[victim] = cp
 		return m
 	}
-	seg := a.segmentPath(victim / segmentSpan)
-	writeSegment(t, a, victim/segmentSpan, with(forged))
+	seg := segmentPath(tl.dir, victim/segmentSpan)
+	writeSegment(t, tl.dir, victim/segmentSpan, with(forged))
 	before, _ := os.ReadFile(seg)
 	r := fsck(t, tl, true)
 	if kinds(r)["checkpoint_archive_invalid"] != 1 || r.OK() {
@@ -236,7 +258,7 @@ func TestCheckpointArchiveChecks(t *testing.T) {
 		t.Errorf("fsck --repair changed the archive")
 	}
 	// Not signed by the log: fsck reports it, and the log does not serve it.
-	writeSegment(t, a, victim/segmentSpan, with(bytes.Replace(held[victim], []byte(tl.Origin()+" "), []byte("someone.else/log "), 1)))
+	writeSegment(t, tl.dir, victim/segmentSpan, with(bytes.Replace(held[victim], []byte(tl.Origin()+" "), []byte("someone.else/log "), 1)))
 	if r := fsck(t, tl, false); kinds(r)["checkpoint_archive_invalid"] != 1 {
 		t.Errorf("fsck of an archived checkpoint not signed by the log: %+v", r.Problems)
 	}
@@ -247,7 +269,7 @@ func TestCheckpointArchiveChecks(t *testing.T) {
 	if err := tl2.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	writeSegment(t, a, victim/segmentSpan, held)
+	writeSegment(t, tl.dir, victim/segmentSpan, held)
 	// Bytes that are not records: reported, and what comes before is read.
 	if err := os.WriteFile(seg, append(append([]byte(nil), before...), "this is not a record\n"...), 0o644); err != nil {
 		t.Fatal(err)
@@ -255,7 +277,7 @@ func TestCheckpointArchiveChecks(t *testing.T) {
 	if r := fsck(t, tl, false); kinds(r)["checkpoint_archive_invalid"] < 1 {
 		t.Errorf("fsck of a damaged segment: %+v", r.Problems)
 	}
-	writeSegment(t, a, victim/segmentSpan, held)
+	writeSegment(t, tl.dir, victim/segmentSpan, held)
 
 	// Ahead of the tiles.
 	ahead := c.Size + 5000
@@ -269,118 +291,10 @@ func TestCheckpointArchiveChecks(t *testing.T) {
 	if r := fsck(t, tl, false); kinds(r)["checkpoint_archive_ahead"] != 1 || r.OK() {
 		t.Errorf("fsck of an archive ahead of the log: %+v", r.Problems)
 	}
-	_, err = Open(ctx, Config{Dir: tl.dir, SigningKey: tl.skey, Trust: tl.s.Trust(tl.now)})
+	_, err = Open(ctx, Config{Storage: openStorage(t, tl.dir), SigningKey: tl.skey, Trust: tl.s.Trust(tl.now)})
 	if !errors.Is(err, ErrArchiveAhead) {
 		t.Errorf("Open with the archive ahead of the log = %v, want ErrArchiveAhead", err)
 	}
-}
-
-// TestFileCheckpointArchiveLayout: what a crash or an operator can leave
-// in the archive directory does not confuse it.
-func TestFileCheckpointArchiveLayout(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	a, err := NewFileCheckpointArchive(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := func(size uint64, sig string) []byte {
-		return fmt.Appendf(nil, "archive.test/log\n%d\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n\n\u2014 archive.test/log %s\n", size, sig)
-	}
-	for _, s := range []uint64{3, 1500, 1501} {
-		if err := a.Put(ctx, s, cp(s, "A")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := fmt.Sprintf("1500 %d\n%s\n1501 %d\n%s\n", len(cp(1500, "A")), cp(1500, "A"), len(cp(1501, "A")), cp(1501, "A"))
-	if b, err := os.ReadFile(filepath.Join(dir, "1")); err != nil || string(b) != want {
-		t.Errorf("segment 1 = %q, %v; want %q", b, err, want)
-	}
-	// An empty segment (a crash before its first record was whole), stray
-	// files and directories, and a name with a leading zero.
-	os.WriteFile(filepath.Join(dir, "9"), nil, 0o644)
-	os.WriteFile(filepath.Join(dir, "README"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(dir, "07"), fmt.Appendf(nil, "7000 1\nx\n"), 0o644)
-	os.Mkdir(filepath.Join(dir, "12"), 0o755)
-	if s, _, err := a.Latest(ctx); err != nil || s != 1501 {
-		t.Errorf("Latest = %d, %v; want 1501", s, err)
-	}
-
-	// A record cut short by a crash is not read, and the next Put
-	// replaces it.
-	seg := filepath.Join(dir, "1")
-	whole, _ := os.ReadFile(seg)
-	torn := fmt.Appendf(append([]byte(nil), whole...), "1502 %d\n%s", len(cp(1502, "A")), cp(1502, "A")[:20])
-	os.WriteFile(seg, torn, 0o644)
-	if s, _, err := a.Latest(ctx); err != nil || s != 1501 {
-		t.Errorf("Latest with a torn record = %d, %v; want 1501", s, err)
-	}
-	if _, err := a.Get(ctx, 1502); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Get of a torn record = %v, want ErrNotFound", err)
-	}
-	if err := a.Put(ctx, 1502, cp(1502, "B")); err != nil {
-		t.Fatalf("Put after a torn record = %v", err)
-	}
-	b := uncachedArchive(dir)
-	if got, err := b.Get(ctx, 1502); err != nil || !bytes.Equal(got, cp(1502, "B")) {
-		t.Errorf("Get after the torn record was replaced = %q, %v", got, err)
-	}
-	if got, err := b.Get(ctx, 1500); err != nil || !bytes.Equal(got, cp(1500, "A")) {
-		t.Errorf("Get(1500) after the torn record was replaced = %q, %v", got, err)
-	}
-
-	// Something else than records: what is before is read, Put refuses.
-	damaged := append(append([]byte(nil), whole...), "garbage that is no record\n"...)
-	os.WriteFile(seg, damaged, 0o644)
-	if got, err := a.Get(ctx, 1500); err != nil || !bytes.Equal(got, cp(1500, "A")) {
-		t.Errorf("Get before the damage = %q, %v", got, err)
-	}
-	if _, err := a.Get(ctx, 1502); !errors.Is(err, errSegmentDamaged) {
-		t.Errorf("Get after the damage = %v, want errSegmentDamaged", err)
-	}
-	if err := a.Put(ctx, 1503, cp(1503, "A")); !errors.Is(err, errSegmentDamaged) {
-		t.Errorf("Put into a damaged segment = %v, want errSegmentDamaged", err)
-	}
-	if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
-		t.Errorf("Put changed a damaged segment")
-	}
-}
-
-// uncachedArchive is an archive over dir, with nothing cached.
-func uncachedArchive(dir string) *FileCheckpointArchive { return &FileCheckpointArchive{dir: dir} }
-
-// FuzzParseSegment: parseSegment never panics, returns records that are
-// in the input in order, and formatting them again gives back the bytes
-// it says are complete.
-func FuzzParseSegment(f *testing.F) {
-	note := "o\n5\nR=\n\n\u2014 o sig\n"
-	f.Add(fmt.Appendf(nil, "5 %d\n%s\n", len(note), note), uint64(0))
-	f.Add(fmt.Appendf(nil, "5 %d\n%s\n1005 3\nabc\n", len(note), note), uint64(0))
-	f.Add([]byte("12 4\nab"), uint64(0))
-	f.Add([]byte("1234567 2\nab\n"), uint64(1234))
-	f.Add([]byte("01 1\na\n"), uint64(0))
-	f.Fuzz(func(t *testing.T, b []byte, group uint64) {
-		sizes, notes, end, err := parseSegment(b, group)
-		if end < 0 || end > len(b) || len(sizes) != len(notes) {
-			t.Fatalf("end %d of %d bytes, %d sizes, %d notes", end, len(b), len(sizes), len(notes))
-		}
-		var again []byte
-		for i, s := range sizes {
-			if s/segmentSpan != group || len(notes[i]) == 0 || len(notes[i]) > maxArchivedCheckpoint {
-				t.Fatalf("record %d: size %d in group %d, %d bytes", i, s, group, len(notes[i]))
-			}
-			again = fmt.Appendf(again, "%d %d\n%s\n", s, len(notes[i]), notes[i])
-		}
-		if !bytes.Equal(again, b[:end]) {
-			t.Fatalf("records formatted again = %q, want %q", again, b[:end])
-		}
-		if err == nil && end < len(b) && len(b)-end > maxRecordHeader+maxArchivedCheckpoint+1 {
-			t.Fatalf("%d bytes after the records taken as a record cut short", len(b)-end)
-		}
-		if err != nil && !errors.Is(err, errSegmentDamaged) {
-			t.Fatalf("error %v does not wrap errSegmentDamaged", err)
-		}
-	})
 }
 
 // signCheckpoint signs a checkpoint of size and root with the log key skey.

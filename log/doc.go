@@ -4,6 +4,18 @@
 // derived index, a manifest store, an archive of the checkpoints it
 // published (not derived: see CheckpointArchive) and proofs.
 //
+// # Storage
+//
+// The log takes its parts from its caller (Config.Storage): a Tessera
+// driver, the index, the manifest store, the checkpoint archive, and where
+// the storage needs them a single writer's lease and a reading of its
+// failures. Package store defines them, with the contract each keeps and
+// what the log relies on; the package links no driver and no database.
+// Everything the log and its HTTP interface read of the tree (tiles, entry
+// bundles, checkpoints) they read through Tessera's LogReader. The embedded
+// default, a data directory on a POSIX file system with a SQLite index, is
+// log/posixstore (docs/design/storage.md).
+//
 // # What is logged
 //
 // A leaf is the receipt itself: the JCS bytes of the full signed projection
@@ -33,16 +45,19 @@
 //
 // # Crashes
 //
-// The log (Tessera's POSIX tiles, written atomically and fsynced before a
-// submission is acknowledged) is the source of truth; the index is derived
-// from it. The index records a watermark, the number of leading log entries
-// it has applied, atomically with their effects. On start, before accepting
-// writes, the log applies the entries between the watermark and the
-// integrated tree size, reading them back from the tiles. So a crash at any
-// point loses no acknowledged receipt (it was integrated before the answer),
-// never lets an id be logged twice (every logged id is in the index before
-// the next write is accepted), and leaves an index that agrees with the log.
-// Manifests are stored, synced, before their compaction is appended.
+// The log (the tree Tessera's driver keeps, durable once Add has given an
+// entry its index) is the source of truth; the index is derived from it,
+// and holds integrated entries only. The index records a watermark, the
+// number of leading log entries it has applied, atomically with their
+// lineage effects. On start, before accepting writes, the log applies the
+// entries between the watermark and the integrated tree size, reading them
+// back from the tiles. So a crash at any point loses no acknowledged
+// receipt (it was sequenced durably before the answer), never lets an id be
+// logged twice (every logged id is in the index before the next write is
+// accepted), and leaves an index that agrees with the log. Manifests are
+// stored, durably, before their compaction is appended. A sequencing
+// failure that does not say whether the entry was logged holds its id until
+// the integrated tree settles it (see store.Driver).
 //
 // # Views
 //

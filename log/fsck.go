@@ -4,18 +4,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"sort"
 
+	"github.com/memtrail/memtrail/internal/datadir"
+	"github.com/memtrail/memtrail/log/store"
 	"github.com/memtrail/memtrail/receipts"
 	fmtlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
 	"golang.org/x/mod/sumdb/note"
@@ -62,42 +63,54 @@ func (r *FsckReport) add(p Problem) { r.Problems = append(r.Problems, p) }
 
 // FsckOptions configures Fsck.
 type FsckOptions struct {
-	// VerifierKey verifies the published checkpoint; by default it is
-	// derived from DIR/log.key when that file is readable.
+	// VerifierKey verifies the published checkpoint and the archived ones.
+	// Without it they are not checked (and fsck says so).
 	VerifierKey string
 	// Repair rebuilds a damaged, ahead or inconsistent index from the log,
 	// rewrites tiles that disagree with the entries (only when the entries
-	// hash to the signed tree root), and removes unreferenced manifests.
+	// hash to the signed tree root, and only with a store.TileRepairer
+	// driver), and removes unreferenced manifests (with a
+	// store.ManifestRemover).
 	Repair bool
 	// Progress, if set, is called as entries are checked.
 	Progress func(done, total uint64)
 }
 
-// Fsck checks the data directory of a log that is not running: every entry
-// bundle against the tiles, the tree state root and the published
-// checkpoint; every entry is a receipt; the index agrees with the log (every
-// id at the index of its entry, no id twice); every compaction's manifest is
-// present and intact. With Repair it fixes what can be fixed from the log.
+// Fsck checks the storage of a log that is not running, through the same
+// parts the log runs on (c, as log/posixstore.OpenCheck opens a data
+// directory): every entry bundle against the tiles, the integrated tree's
+// root (when the driver's reader is a store.TreeReader) and the published
+// checkpoint; every entry is a receipt; the index agrees with the log
+// (every id at the index of its entry, no id twice); every compaction's
+// manifest is present and intact; every archived checkpoint is the log's,
+// of the tree the entries make at its size. With Repair it fixes what can
+// be fixed from the log.
 //
-// Fsck takes the directory's lock, so it refuses (ErrDirInUse) while
-// memtrail serve runs on it; a directory it cannot write is checked
-// without the lock, but not repaired.
-func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error) {
-	lock, err := lockDir(dir)
-	switch {
-	case errors.Is(err, ErrDirInUse):
-		return nil, fmt.Errorf("%w: stop memtrail serve before checking its directory", err)
-	case err != nil && opts.Repair:
-		return nil, err
-	}
-	defer lock.Release()
-	tiles := filepath.Join(dir, tilesDir)
-	rep := &FsckReport{Entries: map[string]uint64{}, Problems: []Problem{}}
-	size, root, err := readTreeState(tiles)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s holds no log (no %s): %w", dir, filepath.Join(tilesDir, ".state", "treeState"), err)
+// Fsck owns c: it closes its index and releases its lease before it
+// returns.
+func Fsck(ctx context.Context, c store.Check, opts FsckOptions) (*FsckReport, error) {
+	index := c.Index
+	defer func() {
+		if index != nil {
+			index.Close()
 		}
+		if c.Lease != nil {
+			c.Lease.Release()
+		}
+	}()
+	reader, err := c.Driver.Reader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the log: %w", err)
+	}
+	rep := &FsckReport{Entries: map[string]uint64{}, Problems: []Problem{}}
+	var size uint64
+	var root []byte // nil: the reader has no integrated root to check against
+	if tr, ok := reader.(store.TreeReader); ok {
+		size, root, err = tr.IntegratedTree(ctx)
+	} else {
+		size, err = reader.IntegratedSize(ctx)
+	}
+	if err != nil {
 		rep.add(Problem{Kind: "tree_state_unreadable", Detail: err.Error()})
 		return rep, nil
 	}
@@ -106,12 +119,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 	// The published checkpoint.
 	var cp *fmtlog.Checkpoint
 	vkey := opts.VerifierKey
-	if vkey == "" {
-		if b, err := receipts.ReadSecretFile(filepath.Join(dir, "log.key")); err == nil {
-			vkey, _ = VerifierKey(string(bytes.TrimSpace(b)))
-		}
-	}
-	if raw, err := os.ReadFile(filepath.Join(tiles, layout.CheckpointPath)); err == nil {
+	if raw, err := reader.ReadCheckpoint(ctx); err == nil {
 		if v, verr := note.NewVerifier(vkey); verr == nil {
 			c, _, _, err := fmtlog.ParseCheckpoint(raw, v.Name(), v)
 			if err != nil {
@@ -131,40 +139,29 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 		cp = nil
 	}
 
-	// The index, opened only if it is sound.
-	idxPath := filepath.Join(dir, "index.db")
-	var index Index
-	if _, err := os.Stat(idxPath); errors.Is(err, fs.ErrNotExist) {
+	// The index, if it could be opened.
+	switch {
+	case index == nil && errors.Is(c.IndexErr, fs.ErrNotExist):
 		// Not created here: a check writes nothing.
-		rep.add(Problem{Kind: "index_missing", Repairable: true, Detail: "the index database " + idxPath + " is missing: " +
-			"memtrail serve (or fsck --repair) rebuilds it from the log"})
-	} else if x, err := OpenSQLiteIndex(idxPath); err != nil {
-		rep.add(Problem{Kind: "index_damaged", Detail: err.Error(), Repairable: true})
-	} else {
-		index = x
-		defer func() { index.Close() }()
-		rep.IndexWatermark, _ = x.Watermark(ctx)
+		rep.add(Problem{Kind: "index_missing", Repairable: true, Detail: c.IndexErr.Error()})
+	case index == nil:
+		detail := "the index could not be opened"
+		if c.IndexErr != nil {
+			detail = c.IndexErr.Error()
+		}
+		rep.add(Problem{Kind: "index_damaged", Detail: detail, Repairable: true})
+	default:
+		rep.IndexWatermark, _ = index.Watermark(ctx)
 		if rep.IndexWatermark > size {
 			rep.add(Problem{Kind: "index_ahead", Detail: fmt.Sprintf("index watermark %d is beyond the tree size %d", rep.IndexWatermark, size), Repairable: true})
 		} else if rep.IndexWatermark < size {
 			rep.add(Problem{Kind: "index_behind", Detail: fmt.Sprintf("index watermark %d, tree size %d: the next start indexes the rest", rep.IndexWatermark, size), Repairable: true})
 		}
 	}
-	// The checkpoint archive is created (empty) only to repair: a check
-	// writes nothing.
-	archive := &FileCheckpointArchive{dir: filepath.Join(dir, checkpointsDir)}
-	if opts.Repair {
-		if archive, err = NewFileCheckpointArchive(archive.dir); err != nil {
-			return nil, err
-		}
-	}
-	manifests, err := NewFileManifestStore(filepath.Join(dir, "manifests"))
-	if err != nil {
-		return nil, err
-	}
+	archive, manifests := c.Checkpoints, c.Manifests
 
 	// Walk every entry once.
-	tc := &tileCheck{dir: tiles, size: size, rep: rep}
+	tc := &tileCheck{reader: reader, size: size, rep: rep}
 	rf := compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
 	rng := rf.NewEmptyRange(0)
 	referenced := map[string]bool{}
@@ -173,7 +170,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 	if cp != nil && cp.Size == 0 {
 		cpRoot = rfc6962.DefaultHasher.EmptyRoot()
 	}
-	ac := newArchiveCheck(archive, vkey, rep)
+	ac := newArchiveCheck(ctx, archive, vkey, rep)
 	ac.at(0, func() []byte { return rfc6962.DefaultHasher.EmptyRoot() })
 	indexBad := false
 	for b := uint64(0); b*layout.EntryBundleWidth < size; b++ {
@@ -185,24 +182,26 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 		if partial > 0 {
 			want = uint64(partial)
 		}
-		raw, err := os.ReadFile(filepath.Join(tiles, filepath.FromSlash(layout.EntriesPath(b, partial))))
+		raw, err := reader.ReadEntryBundle(ctx, b, partial)
 		var bundle api.EntryBundle
 		if err == nil {
 			err = bundle.UnmarshalText(raw)
 		}
-		if err == nil && uint64(len(bundle.Entries)) != want {
+		if err == nil && uint64(len(bundle.Entries)) != want && (partial == 0 || uint64(len(bundle.Entries)) != layout.EntryBundleWidth) {
+			// (Asked for a partial bundle, the storage may give the
+			// full one that replaced it.)
 			err = fmt.Errorf("holds %d entries, want %d", len(bundle.Entries), want)
 		}
 		if err != nil {
 			first := b * layout.EntryBundleWidth
 			rep.add(Problem{Kind: "entry_bundle_unreadable", Index: &first, Detail: fmt.Sprintf(
-				"entry bundle %d (entries %d to %d, file %s): %v; the entries are the log's content and cannot be re-derived from anything else in the directory: "+
+				"entry bundle %d (entries %d to %d, %s): %v; the entries are the log's content and cannot be re-derived from anything else in the directory: "+
 					"restore that file from a backup, or from a mirror of the log (tiles are public, and a mirror serves them byte for byte), then run fsck again",
-				b, first, first+want-1, filepath.Join(tilesDir, filepath.FromSlash(layout.EntriesPath(b, layout.PartialTileSize(0, b, size)))), err)})
+				b, first, first+want-1, bundleFile(b, size), err)})
 			entriesOK = false
 			break
 		}
-		for i, leaf := range bundle.Entries {
+		for i, leaf := range bundle.Entries[:want] {
 			idx := b*layout.EntryBundleWidth + uint64(i)
 			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(leaf), tc.visit); err != nil {
 				return nil, err
@@ -238,7 +237,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 					indexBad = true
 				case got != idx:
 					at := idx
-					if got < idx && sameID(ctx, tiles, size, got, r) {
+					if got < idx && sameID(ctx, reader, size, got, r) {
 						rep.add(Problem{Kind: "duplicate_id", Index: &at, Detail: fmt.Sprintf("%s %q was logged at %d and again at %d", r.Kind(), r.ID(), got, idx)})
 					} else {
 						rep.add(Problem{Kind: "index_mismatch", Index: &at, Detail: fmt.Sprintf("the index maps %s %q to %d", r.Kind(), r.ID(), got), Repairable: true})
@@ -257,7 +256,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 		if size > 0 {
 			gotRoot, _ = rng.GetRootHash(nil)
 		}
-		if !bytes.Equal(gotRoot, root) {
+		if root != nil && !bytes.Equal(gotRoot, root) {
 			entriesOK = false
 			rep.add(Problem{Kind: "entries_do_not_match_tree", Detail: fmt.Sprintf("the %d entries hash to %x, the tree state says %x", size, gotRoot, root)})
 		}
@@ -275,14 +274,21 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 
 	// Tiles: rewrite from the entries only when the entries are right.
 	if opts.Repair && entriesOK {
+		repairer, _ := c.Driver.(store.TileRepairer)
 		for i := range rep.Problems {
 			p := &rep.Problems[i]
-			if (p.Kind == "tile_mismatch" || p.Kind == "tile_missing") && tc.fix[i] != nil {
-				if err := writeFileAtomic(tc.fix[i].path, tc.fix[i].data, 0o644); err == nil {
-					p.Repaired = true
-				} else {
-					p.Detail += "; repair failed: " + err.Error()
-				}
+			f := tc.fix[i]
+			if (p.Kind != "tile_mismatch" && p.Kind != "tile_missing") || f == nil {
+				continue
+			}
+			if repairer == nil {
+				p.Detail += "; not rewritten: the storage driver cannot rewrite tiles"
+				continue
+			}
+			if err := repairer.RepairTile(ctx, f.level, f.index, f.partial, f.data); err == nil {
+				p.Repaired = true
+			} else {
+				p.Detail += "; repair failed: " + err.Error()
 			}
 		}
 	}
@@ -290,10 +296,11 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 	// Unreferenced manifests.
 	if roots, err := manifests.Roots(ctx); err == nil {
 		sort.Strings(roots)
+		remover, _ := manifests.(store.ManifestRemover)
 		for _, r := range roots {
 			if !referenced[r] && entriesOK {
-				p := Problem{Kind: "manifest_unreferenced", Detail: "manifest " + r + " belongs to no logged compaction (a refused or interrupted submission)", Repairable: true}
-				if opts.Repair && manifests.Remove(r) == nil {
+				p := Problem{Kind: "manifest_unreferenced", Detail: "manifest " + r + " belongs to no logged compaction (a refused or interrupted submission)", Repairable: remover != nil}
+				if opts.Repair && remover != nil && remover.Remove(ctx, r) == nil {
 					p.Repaired = true
 				}
 				rep.add(p)
@@ -306,43 +313,29 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 		rebuild := index == nil || indexBad || rep.IndexWatermark > size
 		catchUp := !rebuild && rep.IndexWatermark < size
 		if rebuild || catchUp {
-			// The checkpoint archive is not in the index (it is in
-			// checkpoints/, which fsck never changes), but an index written
-			// by an earlier memtrail may still hold the checkpoints it
-			// archived: they are moved out before the index is touched.
-			if index != nil {
-				if _, err := migrateCheckpoints(ctx, index, archive); err != nil {
-					return rep, err
-				}
-			}
-			closing := index != nil // the deferred Close closes whatever index holds
+			var err error
 			if rebuild && index != nil && index.Reset(ctx) != nil {
 				index.Close()
 				index = nil
 			}
 			if rebuild && index == nil {
-				for _, suffix := range []string{"", "-wal", "-shm", "-ids"} {
-					os.Remove(idxPath + suffix)
-				}
-				x, err := OpenSQLiteIndex(idxPath)
-				if err != nil {
-					return rep, fmt.Errorf("couldn't recreate the index: %w", err)
-				}
-				index = x
-				if !closing {
-					defer x.Close()
-				}
-				if _, _, err := archive.Latest(ctx); errors.Is(err, ErrNotFound) && size > 0 {
+				if c.NewIndex == nil {
+					err = errors.New("the storage cannot recreate its index")
+				} else if index, err = c.NewIndex(ctx); err != nil {
+					index = nil
+				} else if _, _, aerr := archive.Latest(ctx); errors.Is(aerr, ErrNotFound) && size > 0 {
 					for i := range rep.Problems {
 						if p := &rep.Problems[i]; p.Kind == "index_damaged" {
-							p.Detail += "; recreated from the log. The checkpoint archive (" + checkpointsDir + "/) holds no checkpoint: " +
+							p.Detail += "; recreated from the log. The checkpoint archive (checkpoints/) holds no checkpoint: " +
 								"an index written by an earlier memtrail kept them, and they went with it; to keep them, restore index.db from a backup " +
 								"before the next start, which moves them into the archive"
 						}
 					}
 				}
 			}
-			err := rebuildIndex(ctx, dir, index, size)
+			if err == nil {
+				err = rebuildIndex(ctx, reader, manifests, index, size)
+			}
 			for i := range rep.Problems {
 				p := &rep.Problems[i]
 				if p.Repairable && (p.Kind == "index_damaged" || p.Kind == "index_missing" || p.Kind == "index_ahead" || p.Kind == "index_behind" || p.Kind == "index_mismatch") {
@@ -365,10 +358,16 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (*FsckReport, error
 	return rep, nil
 }
 
+// bundleFile names entry bundle b of a tree of size as the tiles directory
+// holds it (the embedded layout: DIR/log/tile/entries/…).
+func bundleFile(b, size uint64) string {
+	return path.Join(datadir.Tiles, layout.EntriesPath(b, layout.PartialTileSize(0, b, size)))
+}
+
 // sameID reports whether the entry at idx has r's kind and id.
-func sameID(ctx context.Context, tiles string, size, idx uint64, r receipts.Receipt) bool {
+func sameID(ctx context.Context, reader tessera.LogReader, size, idx uint64, r receipts.Receipt) bool {
 	b := idx / layout.EntryBundleWidth
-	raw, err := os.ReadFile(filepath.Join(tiles, filepath.FromSlash(layout.EntriesPath(b, layout.PartialTileSize(0, b, size)))))
+	raw, err := reader.ReadEntryBundle(ctx, b, layout.PartialTileSize(0, b, size))
 	if err != nil {
 		return false
 	}
@@ -380,13 +379,8 @@ func sameID(ctx context.Context, tiles string, size, idx uint64, r receipts.Rece
 	return err == nil && other.Kind() == r.Kind() && other.ID() == r.ID()
 }
 
-// rebuildIndex applies every entry of the log in dir to index.
-func rebuildIndex(ctx context.Context, dir string, index Index, size uint64) error {
-	ms, err := NewFileManifestStore(filepath.Join(dir, "manifests"))
-	if err != nil {
-		return err
-	}
-	reader := fileReader{dir: filepath.Join(dir, tilesDir), size: size}
+// rebuildIndex applies every entry of the log below size to index.
+func rebuildIndex(ctx context.Context, reader tessera.LogReader, ms ManifestStore, index Index, size uint64) error {
 	l := &Log{index: index, manifests: ms}
 	for {
 		wm, err := index.Watermark(ctx)
@@ -407,39 +401,14 @@ func rebuildIndex(ctx context.Context, dir string, index Index, size uint64) err
 	}
 }
 
-// fileReader reads entry bundles from a tiles directory.
-type fileReader struct {
-	dir  string
-	size uint64
-}
-
-func (f fileReader) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
-	return os.ReadFile(filepath.Join(f.dir, filepath.FromSlash(layout.EntriesPath(index, p))))
-}
-
-func readTreeState(tiles string) (uint64, []byte, error) {
-	raw, err := os.ReadFile(filepath.Join(tiles, ".state", "treeState"))
-	if err != nil {
-		return 0, nil, err
-	}
-	var ts struct {
-		Size uint64 `json:"size"`
-		Root []byte `json:"root"`
-	}
-	if err := json.Unmarshal(raw, &ts); err != nil || len(ts.Root) != sha256.Size {
-		return 0, nil, fmt.Errorf("tree state file is malformed: %v", err)
-	}
-	return ts.Size, ts.Root, nil
-}
-
 // tileCheck compares the tiles on disk with the nodes recomputed from the
 // entries, one tile per level at a time.
 type tileCheck struct {
-	dir  string
-	size uint64
-	rep  *FsckReport
-	cur  map[uint64]*tileBuf // by tile level
-	fix  map[int]*tileFix    // problem index → the correct tile
+	reader tessera.LogReader
+	size   uint64
+	rep    *FsckReport
+	cur    map[uint64]*tileBuf // by tile level
+	fix    map[int]*tileFix    // problem index → the correct tile
 }
 
 type tileBuf struct {
@@ -448,10 +417,10 @@ type tileBuf struct {
 }
 
 type tileFix struct {
-	path         string
 	data         []byte // the tile recomputed from the entries
-	got          []byte // the tile on disk (nil when missing)
+	got          []byte // the tile stored (nil when missing)
 	level, index uint64
+	partial      uint8
 }
 
 func (tc *tileCheck) visit(id compact.NodeID, hash []byte) {
@@ -496,8 +465,12 @@ func (tc *tileCheck) flush(b *tileBuf) {
 		return // only a tile the tree size covers in full is checked
 	}
 	want := b.hashes[:width*sha256.Size]
-	path := filepath.Join(tc.dir, filepath.FromSlash(layout.TilePath(b.level, b.index, partial)))
-	got, err := os.ReadFile(path)
+	got, err := tc.reader.ReadTile(context.Background(), b.level, b.index, partial)
+	if err == nil && partial > 0 && len(got) == layout.TileWidth*sha256.Size {
+		// The full tile that replaced the partial one: its first hashes
+		// are the partial tile's.
+		got = got[:len(want)]
+	}
 	kind := ""
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -522,7 +495,7 @@ func (tc *tileCheck) flush(b *tileBuf) {
 	if tc.fix == nil {
 		tc.fix = map[int]*tileFix{}
 	}
-	tc.fix[len(tc.rep.Problems)] = &tileFix{path: path, data: append([]byte(nil), want...), got: got, level: b.level, index: b.index}
+	tc.fix[len(tc.rep.Problems)] = &tileFix{data: append([]byte(nil), want...), got: got, level: b.level, index: b.index, partial: partial}
 	tc.rep.add(Problem{Kind: kind, Detail: detail, Repairable: true})
 }
 
@@ -572,7 +545,7 @@ func (tc *tileCheck) explain(entriesOK bool) {
 			}
 			idx := f.index*layout.TileWidth + uint64(j)
 			bundle := idx / layout.EntryBundleWidth
-			file := filepath.Join(tilesDir, filepath.FromSlash(layout.EntriesPath(bundle, layout.PartialTileSize(0, bundle, tc.size))))
+			file := bundleFile(bundle, tc.size)
 			tc.rep.add(Problem{Kind: "entry_mismatch", Index: &idx, Detail: fmt.Sprintf(
 				"entry %d, in entry bundle %d (file %s), hashes to %x, but tile %s holds %x, the leaf hash the log committed to: that entry bundle is damaged. "+
 					"The entries are the log's content and cannot be re-derived from anything else in the directory: restore that file from a backup, or from a mirror of the log "+
@@ -583,21 +556,27 @@ func (tc *tileCheck) explain(entriesOK bool) {
 }
 
 // archiveCheck compares the archived checkpoints with the tree fsck
-// recomputes from the entries, size by size as the walk reaches them (in
-// increasing order, so each segment is read once).
+// recomputes from the entries, size by size as the walk reaches them. It
+// reads the archive a window of sizes at a time, in increasing order (a
+// window is the embedded archive's segment: each is read once).
 type archiveCheck struct {
-	a      *FileCheckpointArchive
+	ctx    context.Context
+	a      CheckpointArchive
 	v      note.Verifier // nil: no key to check with, and nothing is checked
 	rep    *FsckReport
-	seg    *segment // the segment of the sizes being walked
+	window uint64            // the window of the sizes being walked
+	held   map[uint64][]byte // its checkpoints
 	loaded bool
 }
+
+// archiveWindow is how many sizes archiveCheck reads at a time.
+const archiveWindow = 1000
 
 // newArchiveCheck returns the check of archive a under the verifier key
 // vkey. Without one there is nothing to check the checkpoints with (fsck
 // reports that already), and the check does nothing.
-func newArchiveCheck(a *FileCheckpointArchive, vkey string, rep *FsckReport) *archiveCheck {
-	ac := &archiveCheck{a: a, rep: rep}
+func newArchiveCheck(ctx context.Context, a CheckpointArchive, vkey string, rep *FsckReport) *archiveCheck {
+	ac := &archiveCheck{ctx: ctx, a: a, rep: rep}
 	if v, err := note.NewVerifier(vkey); err == nil {
 		ac.v = v
 	}
@@ -610,37 +589,36 @@ func (ac *archiveCheck) at(size uint64, root func() []byte) {
 	if ac.v == nil {
 		return
 	}
-	if g := size / segmentSpan; !ac.loaded || ac.seg.group != g {
-		seg, err := ac.a.readSegment(g)
+	if w := size / archiveWindow; !ac.loaded || ac.window != w {
+		ac.window, ac.held, ac.loaded = w, map[uint64][]byte{}, true
+		err := ac.a.Range(ac.ctx, w*archiveWindow, (w+1)*archiveWindow, func(size uint64, signed []byte) error {
+			ac.held[size] = signed
+			return nil
+		})
 		if err != nil {
-			ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: err.Error() + "; the checkpoints after the damage cannot be read: restore the file from a backup"})
+			ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: err.Error() + "; the checkpoints after the damage cannot be read: restore the archive from a backup"})
 		}
-		if seg == nil {
-			seg = &segment{group: g}
-		}
-		ac.seg, ac.loaded = seg, true
 	}
-	raw, ok := ac.seg.last[size]
+	raw, ok := ac.held[size]
 	if !ok {
 		return
 	}
-	path := ac.a.segmentPath(ac.seg.group)
 	c, _, _, err := fmtlog.ParseCheckpoint(raw, ac.v.Name(), ac.v)
 	switch {
 	case err != nil:
-		ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf("the checkpoint of size %d in %s does not verify under the log key (%v); restore the file from a backup", size, path, err)})
+		ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf("the archived checkpoint of size %d does not verify under the log key (%v); restore the archive from a backup", size, err)})
 	case c.Size != size:
-		ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf("the record of size %d in %s holds a checkpoint of size %d", size, path, c.Size)})
+		ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf("the archived record of size %d holds a checkpoint of size %d", size, c.Size)})
 	case !bytes.Equal(c.Hash, root()):
 		ac.rep.add(Problem{Kind: "checkpoint_archive_invalid", Detail: fmt.Sprintf(
-			"the checkpoint of size %d in %s, signed by the log, has root %x, but the first %d entries hash to %x: the entries or the log's history differ from what it published (a restored backup of another time, or a fork)", size, path, c.Hash, size, root())})
+			"the archived checkpoint of size %d, signed by the log, has root %x, but the first %d entries hash to %x: the entries or the log's history differ from what it published (a restored backup of another time, or a fork)", size, c.Hash, size, root())})
 	}
 }
 
 // beyond reports archived checkpoints of sizes greater than the tree.
 func (ac *archiveCheck) beyond(size uint64) {
-	if latest, _, err := ac.a.Latest(context.Background()); err == nil && latest > size {
+	if latest, _, err := ac.a.Latest(ac.ctx); err == nil && latest > size {
 		ac.rep.add(Problem{Kind: "checkpoint_archive_ahead", Detail: fmt.Sprintf(
-			"the checkpoint archive holds checkpoints beyond the tree size %d (up to size %d): the tiles are older than the archive; restore log/ from the same backup as %s/, or a later one", size, latest, checkpointsDir)})
+			"the checkpoint archive holds checkpoints beyond the tree size %d (up to size %d): the tiles are older than the archive; restore log/ from the same backup as checkpoints/, or a later one", size, latest)})
 	}
 }

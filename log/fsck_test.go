@@ -11,9 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memtrail/memtrail/internal/datadir"
 	"github.com/memtrail/memtrail/internal/gen"
-	"github.com/memtrail/memtrail/receipts"
-	"github.com/transparency-dev/tessera/api"
+	"github.com/memtrail/memtrail/log/posixstore"
 	"github.com/transparency-dev/tessera/api/layout"
 )
 
@@ -58,7 +58,11 @@ func fsck(t *testing.T, tl *testLog, repair bool) *FsckReport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Fsck(context.Background(), tl.dir, FsckOptions{Repair: repair, VerifierKey: vkey})
+	c, err := posixstore.OpenCheck(context.Background(), tl.dir, repair)
+	if err != nil {
+		t.Fatalf("OpenCheck: %v", err)
+	}
+	r, err := Fsck(context.Background(), c, FsckOptions{Repair: repair, VerifierKey: vkey})
 	if err != nil {
 		t.Fatalf("Fsck: %v", err)
 	}
@@ -80,30 +84,28 @@ func TestFsckRepairsIndex(t *testing.T) {
 	tl := fsckLog(t, 300)
 	db := filepath.Join(tl.dir, "index.db")
 	// A wrong row: the index maps an id to another entry.
-	leaf, err := os.ReadFile(filepath.Join(tl.dir, tilesDir, filepath.FromSlash(layout.EntriesPath(0, 0))))
+	// A wrong index: entry 7 indexed under an id it does not have.
+	parts := openStorage(t, tl.dir)
+	reader, err := parts.Driver.Reader(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bundle api.EntryBundle
-	if err := bundle.UnmarshalText(leaf); err != nil {
-		t.Fatal(err)
-	}
-	r7, err := receipts.ParseReceipt(bundle.Entries[7])
+	size, err := reader.IntegratedSize(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := openIDTable(db + "-ids")
+	entries, err := (&Log{manifests: parts.Manifests}).readEntriesFrom(context.Background(), reader, 0, size, size)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot, idx, found, err := ids.find(idHash(r7.Kind(), r7.ID()))
-	if err != nil || !found || idx != 7 {
-		t.Fatalf("id of entry 7 in the id table: %d %v %v", idx, found, err)
+	entries[7].ID = "urn:p:not-entry-7"
+	if err := parts.Index.Reset(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	ids.slotAt(slot)[23]++ // index 8
-	ids.markDirty(uint64(ids.slotOffset(slot)))
-	ids.dirty = true
-	ids.close()
+	if err := parts.Index.Apply(context.Background(), 0, entries); err != nil {
+		t.Fatal(err)
+	}
+	parts.Close()
 	r := fsck(t, tl, false)
 	if kinds(r)["index_mismatch"] != 1 || r.OK() {
 		t.Fatalf("problems = %+v", r.Problems)
@@ -149,7 +151,7 @@ func TestFsckRepairsIndex(t *testing.T) {
 
 func TestFsckTornTile(t *testing.T) {
 	tl := fsckLog(t, 600)
-	tile := filepath.Join(tl.dir, tilesDir, filepath.FromSlash(layout.TilePath(0, 1, 0)))
+	tile := filepath.Join(tl.dir, datadir.Tiles, filepath.FromSlash(layout.TilePath(0, 1, 0)))
 	b, err := os.ReadFile(tile)
 	if err != nil {
 		t.Fatal(err)
@@ -171,17 +173,21 @@ func TestFsckDamageItCannotRepair(t *testing.T) {
 	tl := fsckLog(t, 10)
 	ctx := context.Background()
 	// A missing manifest is reported, with what to do.
-	roots, _ := (&FileManifestStore{dir: filepath.Join(tl.dir, "manifests")}).Roots(ctx)
+	ms, err := posixstore.NewFileManifestStore(filepath.Join(tl.dir, datadir.Manifests))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots, _ := ms.Roots(ctx)
 	if len(roots) != 1 {
 		t.Fatalf("%d manifests", len(roots))
 	}
-	(&FileManifestStore{dir: filepath.Join(tl.dir, "manifests")}).Remove(roots[0])
+	ms.Remove(ctx, roots[0])
 	r := fsck(t, tl, true)
 	if kinds(r)["manifest_missing"] != 1 || r.OK() {
 		t.Fatalf("problems = %+v", r.Problems)
 	}
 	// An altered entry: the entries no longer hash to the signed root.
-	bundle := filepath.Join(tl.dir, tilesDir, filepath.FromSlash(layout.EntriesPath(0, 12)))
+	bundle := filepath.Join(tl.dir, datadir.Tiles, filepath.FromSlash(layout.EntriesPath(0, 12)))
 	b, err := os.ReadFile(bundle)
 	if err != nil {
 		t.Fatal(err)
@@ -201,12 +207,13 @@ func TestFsckLocatesDamagedEntry(t *testing.T) {
 	for _, size := range []uint64{600, 10} { // a full bundle, and the partial one at the edge
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			tl := fsckLog(t, int(size))
-			size, _, err := readTreeState(filepath.Join(tl.dir, tilesDir))
+			reader, _ := posixstore.NewDriver(filepath.Join(tl.dir, datadir.Tiles)).Reader(context.Background())
+			size, err := reader.IntegratedSize(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
 			rel := filepath.FromSlash(layout.EntriesPath(0, layout.PartialTileSize(0, 0, size)))
-			bundle := filepath.Join(tl.dir, tilesDir, rel)
+			bundle := filepath.Join(tl.dir, datadir.Tiles, rel)
 			b, err := os.ReadFile(bundle)
 			if err != nil {
 				t.Fatal(err)
@@ -225,7 +232,7 @@ func TestFsckLocatesDamagedEntry(t *testing.T) {
 					}
 				}
 				if found == nil || found.Index == nil || *found.Index != 0 || found.Repairable ||
-					!strings.Contains(found.Detail, "entry bundle 0 (file "+filepath.Join(tilesDir, rel)+")") || !strings.Contains(found.Detail, "restore that file") {
+					!strings.Contains(found.Detail, "entry bundle 0 (file "+filepath.ToSlash(filepath.Join(datadir.Tiles, rel))+")") || !strings.Contains(found.Detail, "restore that file") {
 					t.Errorf("repair %v: entry_mismatch = %+v; problems %+v", repair, found, r.Problems)
 				}
 				if r.OK() {

@@ -18,7 +18,13 @@ import (
 // sequenced by this process arrive in memory (add); entries it did not see
 // (after a restart, or if one is ever missing for long) are read back from
 // the tiles, so recovery and steady state share one path: the index always
-// advances by whole, contiguous runs from its watermark.
+// advances by whole, contiguous runs from its watermark. It applies only
+// integrated entries: the watermark never passes the integrated size, so
+// the index holds nothing the log cannot give back, and the settling of
+// unknown outcomes can rely on it (see unsettled). The POSIX driver
+// integrates within Add, so an entry is integrated by the time it arrives;
+// with a driver that integrates later, entries wait in memory until the
+// tree holds them.
 type indexer struct {
 	l *Log
 
@@ -26,9 +32,12 @@ type indexer struct {
 	next    uint64                 // the watermark: entries below it are applied
 	pending map[uint64]pendingItem // sequenced, not yet applied
 	since   time.Time              // when next was first found missing
-	wake    chan struct{}
-	idle    *sync.Cond // broadcast after each apply
-	err     error      // last apply failure, for metrics and drain
+	// integrated is an integrated size read from the log: entries below
+	// it may be applied.
+	integrated uint64
+	wake       chan struct{}
+	idle       *sync.Cond // broadcast after each apply
+	err        error      // last apply failure, for metrics and drain
 }
 
 type pendingItem struct {
@@ -103,8 +112,23 @@ func (ix *indexer) step(ctx context.Context) bool {
 		}
 		run = append(run, p)
 	}
+	if len(run) > 0 && first+uint64(len(run)) > ix.integrated {
+		ix.mu.Unlock()
+		size, err := ix.l.reader.IntegratedSize(ctx)
+		ix.mu.Lock()
+		if err == nil && size > ix.integrated {
+			ix.integrated = size
+		}
+		if first+uint64(len(run)) > ix.integrated {
+			// Sequenced but not integrated yet: it waits.
+			run = run[:min(uint64(len(run)), ix.integrated-min(ix.integrated, first))]
+		}
+	}
 	if len(run) == 0 {
-		missing := len(ix.pending) > 0
+		// An entry missing below the ones held, or one whose sequencing
+		// failed with an unknown outcome (it may be in the log though no
+		// entry follows it), is read from the log once it is late.
+		missing := len(ix.pending) > 0 || ix.l.unsettled.len() > 0
 		if !missing {
 			ix.since = time.Time{}
 			ix.mu.Unlock()
@@ -193,6 +217,9 @@ func (ix *indexer) apply(ctx context.Context, first uint64, run []pendingItem) b
 // catchUp applies the entries from the watermark up to size, reading them
 // from the tiles.
 func (ix *indexer) catchUp(ctx context.Context, size uint64) error {
+	ix.mu.Lock()
+	ix.integrated = max(ix.integrated, size)
+	ix.mu.Unlock()
 	for {
 		first := ix.watermark()
 		if first >= size {

@@ -6,25 +6,27 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/memtrail/memtrail/log/store"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/transparency-dev/tessera"
-	"github.com/transparency-dev/tessera/api/layout"
-	"github.com/transparency-dev/tessera/storage/posix"
 	"golang.org/x/mod/sumdb/note"
 )
 
-// Config configures a Log. Every field but Dir and Signer has a default.
+// Config configures a Log. Every field but Storage and SigningKey has a
+// default.
 type Config struct {
-	// Dir is the data directory. It holds log/ (the tlog-tiles tree,
-	// served as is), manifests/ and index.db.
-	Dir string
+	// Storage is what the log is built from: its Tessera driver, index,
+	// manifest store, checkpoint archive, and, where the storage needs
+	// them, a lease and a health reading (see package store). The log
+	// owns them from Open on: a failed Open, and Close, close the index
+	// and release the lease. log/posixstore opens the embedded default, a
+	// data directory.
+	Storage store.Parts
 	// SigningKey is the signed-note private key ("PRIVATE+KEY+…") that
 	// signs checkpoints; its name is the log's origin.
 	SigningKey string
@@ -43,9 +45,10 @@ type Config struct {
 	CheckpointInterval time.Duration
 	// PushbackMaxOutstanding bounds the entries queued for the next
 	// sequencing pass; beyond it submissions fail with ErrPushback
-	// (default 65536). (Tessera's own pushback bound applies to its
-	// queue-based drivers; the POSIX driver integrates in line and ignores
-	// it, so the log enforces the bound in its own sequencer.)
+	// (default 65536). The log enforces it in its own sequencer, on any
+	// driver: Tessera's own bound, which it also sets, applies only to
+	// drivers with a sequencing queue (the POSIX driver integrates in line
+	// and ignores it).
 	PushbackMaxOutstanding uint
 
 	// Witnesses, when set, must cosign a checkpoint before it is
@@ -66,19 +69,6 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives operational logs (default slog.Default()).
 	Logger *slog.Logger
-
-	// Index, Manifests and Checkpoints override the embedded SQLite index
-	// (Dir/index.db), file manifest store (Dir/manifests) and file
-	// checkpoint archive (Dir/checkpoints).
-	Index       Index
-	Manifests   ManifestStore
-	Checkpoints CheckpointArchive
-
-	// Lock is the data directory's lock, taken by the caller with LockDir
-	// (to write into the directory before the log opens). Nil makes Open
-	// take it. Either way the log owns it from Open on: a failed Open
-	// and Close release it.
-	Lock *DirLock
 }
 
 // A Log is a running receipt log.
@@ -110,30 +100,26 @@ type Log struct {
 	Metrics      *Metrics
 	logger       *slog.Logger
 
+	lease  store.Lease // nil without one
 	cancel context.CancelFunc
-	lock   *DirLock
 	done   sync.WaitGroup
 }
 
-// Subdirectories of the data directory: the tiles, and the embedded
-// checkpoint archive.
-const (
-	tilesDir       = "log"
-	checkpointsDir = "checkpoints"
-)
-
-// Open opens (or creates) the log in cfg.Dir, brings the index up to date
-// with the log, and starts sequencing.
+// Open opens the log on cfg.Storage, brings the index up to date with the
+// log, and starts sequencing.
 func Open(ctx context.Context, cfg Config) (*Log, error) {
 	opened := false
-	lock := cfg.Lock
+	parts := cfg.Storage
 	defer func() {
 		if !opened {
-			lock.Release()
+			parts.Close()
 		}
 	}()
-	if cfg.Dir == "" || cfg.SigningKey == "" {
-		return nil, errors.New("log: Config.Dir and Config.SigningKey are required")
+	if parts.Driver == nil || parts.Index == nil || parts.Manifests == nil || parts.Checkpoints == nil {
+		return nil, errors.New("log: Config.Storage needs a Driver, an Index, Manifests and Checkpoints")
+	}
+	if cfg.SigningKey == "" {
+		return nil, errors.New("log: Config.SigningKey is required")
 	}
 	signer, err := note.NewSigner(cfg.SigningKey)
 	if err != nil {
@@ -168,21 +154,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	// Nothing is written into the directory before its lock is held.
-	if lock == nil {
-		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-			return nil, fmt.Errorf("log: couldn't create data directory: %w", err)
-		}
-		if lock, err = lockDir(cfg.Dir); err != nil {
-			return nil, fmt.Errorf("log: %w", err)
-		}
-	} else if !lock.holds(cfg.Dir) {
-		return nil, fmt.Errorf("log: Config.Lock is not a held lock of %s", cfg.Dir)
-	}
-	if err := os.MkdirAll(filepath.Join(cfg.Dir, tilesDir), 0o755); err != nil {
-		return nil, fmt.Errorf("log: couldn't create data directory: %w", err)
-	}
-	l := &Log{cfg: cfg, origin: signer.Name(), vkey: vkey, verifier: verifier, logger: cfg.Logger, Metrics: newMetrics(), lock: lock}
+	l := &Log{cfg: cfg, origin: signer.Name(), vkey: vkey, verifier: verifier, logger: cfg.Logger, Metrics: newMetrics()}
 	l.Metrics.witnessing = cfg.Witnesses != nil
 	trust := cfg.Trust
 	if trust == nil {
@@ -192,71 +164,33 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	l.claims.m = make(map[claimKey]*claim)
 	l.cpu = make(chan struct{}, runtime.GOMAXPROCS(0))
 	l.lineage.init()
+	l.index, l.manifests, l.checkpoints, l.lease = parts.Index, parts.Manifests, parts.Checkpoints, parts.Lease
 
-	l.manifests = cfg.Manifests
-	if l.manifests == nil {
-		ms, err := NewFileManifestStore(filepath.Join(cfg.Dir, "manifests"))
-		if err != nil {
-			return nil, fmt.Errorf("log: %w", err)
-		}
-		l.manifests = ms
-	}
-	l.checkpoints = cfg.Checkpoints
-	if l.checkpoints == nil {
-		a, err := NewFileCheckpointArchive(filepath.Join(cfg.Dir, checkpointsDir))
-		if err != nil {
-			return nil, fmt.Errorf("log: %w", err)
-		}
-		l.checkpoints = a
-	}
-	// A directory the log cannot write is refused here, with a clear
-	// error: Tessera's POSIX driver would panic on its lock file.
-	l.storage = &storageGuard{dirs: storageDirs(cfg), logger: l.logger, metrics: l.Metrics}
-	if err := l.storage.probe(0); err != nil {
+	l.storage = &storageGuard{health: parts.Health, logger: l.logger, metrics: l.Metrics}
+	if err := l.storage.probe(ctx, 0); err != nil {
 		return nil, fmt.Errorf("log: %w: %w", ErrStorageUnavailable, err)
 	}
-	l.index = cfg.Index
-	if l.index == nil {
-		path := filepath.Join(cfg.Dir, "index.db")
-		idx, err := OpenSQLiteIndex(path)
-		if err != nil {
-			return nil, fmt.Errorf("log: %w", err)
-		}
-		l.index = idx
-		if fi, err := os.Stat(path); err == nil {
-			l.storage.indexPath, l.storage.indexFile = path, fi
-		}
-	}
 
-	if n, err := migrateCheckpoints(ctx, l.index, l.checkpoints); err != nil {
-		l.index.Close()
-		return nil, fmt.Errorf("log: %w", err)
-	} else if n > 0 {
-		l.logger.Info("moved the checkpoint archive out of the index into its own store", "checkpoints", n, "dir", filepath.Join(cfg.Dir, checkpointsDir))
-	}
-
-	if err := checkRightEdge(ctx, filepath.Join(cfg.Dir, tilesDir)); err != nil {
-		l.index.Close()
-		return nil, fmt.Errorf("log: %w", err)
-	}
-	if err := checkArchiveBehind(ctx, l.checkpoints, filepath.Join(cfg.Dir, tilesDir)); err != nil {
-		l.index.Close()
-		return nil, fmt.Errorf("log: %w", err)
-	}
-	if cfg.Witnesses != nil {
-		if err := l.rewitnessAtStart(); err != nil {
-			l.index.Close()
-			return nil, fmt.Errorf("log: %w", err)
-		}
-	}
-
-	pcfg := posix.Config{Path: filepath.Join(cfg.Dir, tilesDir)}
-	if cfg.Witnesses != nil {
-		pcfg.HTTPClient = newWitnessClient(cfg.Witnesses, l.Metrics, l.logger)
-	}
-	driver, err := posix.New(ctx, pcfg)
+	// The tree as it stands, read before anything is appended.
+	before, err := parts.Driver.Reader(ctx)
 	if err != nil {
-		l.index.Close()
+		return nil, fmt.Errorf("log: couldn't read the log: %w", err)
+	}
+	if err := checkArchiveBehind(ctx, l.checkpoints, before); err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	published, cpErr := before.ReadCheckpoint(ctx)
+	dopts := store.DriverOptions{Logger: l.logger}
+	if cfg.Witnesses != nil {
+		dopts.HTTPClient = newWitnessClient(cfg.Witnesses, l.Metrics, l.logger)
+		dopts.Republish = l.rewitnessAtStart(published, cpErr)
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	driver, err := parts.Driver.Open(runCtx, dopts)
+	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("log: couldn't open tile storage: %w", err)
 	}
 	opts := tessera.NewAppendOptions().
@@ -268,9 +202,6 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if cfg.Witnesses != nil {
 		opts = opts.WithWitnesses(*cfg.Witnesses, &tessera.WitnessOptions{Timeout: cfg.WitnessTimeout, FailOpen: cfg.WitnessFailOpen})
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	l.cancel = cancel
-	_, cpErr := os.Stat(filepath.Join(cfg.Dir, tilesDir, layout.CheckpointPath))
 	appender, shutdown, reader, err := tessera.NewAppender(runCtx, driver, opts)
 	if err != nil && cfg.Witnesses != nil && errors.Is(cpErr, fs.ErrNotExist) {
 		// A new log publishes its empty checkpoint while Tessera sets up
@@ -284,7 +215,6 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	if err != nil {
 		cancel()
-		l.index.Close()
 		return nil, fmt.Errorf("log: couldn't start appender: %w", err)
 	}
 	l.appender, l.shutdown, l.reader = appender, shutdown, reader
@@ -336,7 +266,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}()
 	go func() {
 		defer l.done.Done()
-		l.watchCheckpointTime(runCtx)
+		l.watchLease(runCtx)
 	}()
 	go func() {
 		defer l.done.Done()
@@ -363,21 +293,23 @@ func (l *Log) buildSeen(ctx context.Context, size uint64) error {
 
 func (l *Log) abort() {
 	l.cancel()
-	l.index.Close()
 }
 
 // Close stops accepting entries, waits for outstanding ones to be
 // sequenced and indexed, and closes the index.
 func (l *Log) Close(ctx context.Context) error {
 	var errs []error
-	if uerr := l.storage.unavailable(); uerr != nil && !errors.Is(uerr, errIndexGone) {
-		// Every acknowledged entry is durable, but no checkpoint can be
-		// published to cover the last ones: stop the appender without
-		// waiting for one (the next start publishes it).
-		cctx, cancel := context.WithCancel(ctx)
+	if uerr := l.storage.unavailable(); uerr != nil {
+		// Every acknowledged entry is durable, but a checkpoint to cover
+		// the last ones may not be publishable (the index may be what
+		// failed, not the tiles): wait for one for two checkpoint
+		// intervals at most (the next start publishes it otherwise).
+		cctx, cancel := context.WithTimeout(ctx, 2*l.cfg.CheckpointInterval)
+		err := l.shutdown(cctx)
 		cancel()
-		l.shutdown(cctx)
-		errs = append(errs, fmt.Errorf("closed without publishing a checkpoint of the last entries (they are durable; the next start publishes it): %w", uerr))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("closed without publishing a checkpoint of the last entries (they are durable; the next start publishes it): %w", uerr))
+		}
 	} else if err := l.shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("couldn't shut down appender: %w", err))
 	}
@@ -389,7 +321,9 @@ func (l *Log) Close(ctx context.Context) error {
 	if err := l.index.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	l.lock.Release()
+	if l.lease != nil {
+		l.lease.Release()
+	}
 	return errors.Join(errs...)
 }
 
@@ -401,12 +335,6 @@ func (l *Log) VerifierKey() string { return l.vkey }
 
 // Verifier returns the verifier of the log's checkpoint signatures.
 func (l *Log) Verifier() note.Verifier { return l.verifier }
-
-// Dir returns the data directory.
-func (l *Log) Dir() string { return l.cfg.Dir }
-
-// TilesDir returns the directory holding the tlog-tiles resources.
-func (l *Log) TilesDir() string { return filepath.Join(l.cfg.Dir, tilesDir) }
 
 // Trust returns the trust file in force.
 func (l *Log) Trust() *receipts.Trust { return l.trust.Load() }
@@ -438,13 +366,4 @@ func shortError(err error) string {
 		return s[:max] + fmt.Sprintf("… (%d bytes)", len(s))
 	}
 	return err.Error()
-}
-
-// PublishedCheckpoint returns the signed checkpoint the log in the data
-// directory dir published last, as it is served at /checkpoint (for a log
-// that is not open: memtrail serve reads it before it opens the log). It
-// returns an error wrapping fs.ErrNotExist when the log has published
-// none.
-func PublishedCheckpoint(dir string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(dir, tilesDir, layout.CheckpointPath))
 }

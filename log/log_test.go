@@ -14,6 +14,9 @@ import (
 
 	"github.com/memtrail/memtrail/internal/gen"
 	"github.com/memtrail/memtrail/internal/tlogfmt"
+	"github.com/memtrail/memtrail/log/posixstore"
+	"github.com/memtrail/memtrail/log/sqliteindex"
+	"github.com/memtrail/memtrail/log/store"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/transparency-dev/tessera"
@@ -32,7 +35,7 @@ func openTestLog(t *testing.T, dir, skey string, s *gen.Signers) *testLog {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	l, err := Open(context.Background(), Config{
-		Dir:                dir,
+		Storage:            openStorage(t, dir),
 		SigningKey:         skey,
 		Trust:              s.Trust(now.Add(-time.Hour)),
 		BatchMaxAge:        5 * time.Millisecond,
@@ -375,7 +378,7 @@ func TestRestartCatchesUpIndex(t *testing.T) {
 	if err := tl.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	idx, err := OpenSQLiteIndex(tl.dir + "/index.db")
+	idx, err := sqliteindex.OpenSQLiteIndex(tl.dir + "/index.db")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,12 +581,12 @@ func TestRefusedLinePassesOrderOn(t *testing.T) {
 
 func TestDirLock(t *testing.T) {
 	tl := newTestLog(t)
-	_, err := Open(context.Background(), Config{Dir: tl.dir, SigningKey: tl.skey, Trust: tl.s.Trust(tl.now)})
-	if !errors.Is(err, ErrDirInUse) {
-		t.Fatalf("second Open of one directory = %v, want ErrDirInUse", err)
+	_, err := posixstore.Open(context.Background(), posixstore.Config{Dir: tl.dir})
+	if !errors.Is(err, posixstore.ErrDirInUse) || !errors.Is(err, store.ErrLeaseHeld) {
+		t.Fatalf("second open of one directory = %v, want ErrDirInUse", err)
 	}
-	if _, err := Fsck(context.Background(), tl.dir, FsckOptions{}); !errors.Is(err, ErrDirInUse) {
-		t.Fatalf("Fsck of a running log's directory = %v, want ErrDirInUse", err)
+	if _, err := posixstore.OpenCheck(context.Background(), tl.dir, false); !errors.Is(err, posixstore.ErrDirInUse) {
+		t.Fatalf("fsck of a running log's directory = %v, want ErrDirInUse", err)
 	}
 	tl2 := tl.reopen() // Close releases the lock
 	tl2.mustSubmit(tl2.projection("urn:p:after-lock"))
@@ -610,14 +613,12 @@ func TestLineageLookupsSeeUnindexedEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := gen.NewSigners()
-	sq, err := OpenSQLiteIndex(filepath.Join(dir, "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gi := &gatedIndex{Index: sq}
+	parts := openStorage(t, dir)
+	gi := &gatedIndex{Index: parts.Index}
+	parts.Index = gi
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	l, err := Open(context.Background(), Config{Dir: dir, SigningKey: skey, Trust: s.Trust(now.Add(-time.Hour)),
-		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Index: gi})
+	l, err := Open(context.Background(), Config{Storage: parts, SigningKey: skey, Trust: s.Trust(now.Add(-time.Hour)),
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

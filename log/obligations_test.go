@@ -2,7 +2,6 @@ package log
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,14 +18,12 @@ func TestOpenObligationsSeeUnindexedEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := gen.NewSigners()
-	sq, err := OpenSQLiteIndex(filepath.Join(dir, "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gi := &gatedIndex{Index: sq}
+	parts := openStorage(t, dir)
+	gi := &gatedIndex{Index: parts.Index}
+	parts.Index = gi
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	l, err := Open(context.Background(), Config{Dir: dir, SigningKey: skey, Trust: s.Trust(now.Add(-time.Hour)),
-		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Index: gi})
+	l, err := Open(context.Background(), Config{Storage: parts, SigningKey: skey, Trust: s.Trust(now.Add(-time.Hour)),
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

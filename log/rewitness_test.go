@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/datadir"
 	"github.com/memtrail/memtrail/witness"
 	"github.com/memtrail/memtrail/witness/sqlitestore"
 	"github.com/transparency-dev/tessera"
@@ -59,7 +60,7 @@ func TestRewitnessAtStart(t *testing.T) {
 		t.Fatal("the unwitnessed checkpoint satisfies the policy")
 	}
 	open := func(failOpen bool) *Log {
-		l, err := Open(ctx, Config{Dir: tl.dir, SigningKey: tl.skey, Trust: tl.s.Trust(tl.now), CheckpointInterval: 100 * time.Millisecond,
+		l, err := Open(ctx, Config{Storage: openStorage(t, tl.dir), SigningKey: tl.skey, Trust: tl.s.Trust(tl.now), CheckpointInterval: 100 * time.Millisecond,
 			Witnesses: &wg, WitnessTimeout: 500 * time.Millisecond, WitnessFailOpen: failOpen})
 		if err != nil {
 			t.Fatal(err)
@@ -110,7 +111,7 @@ func TestRewitnessAtStart(t *testing.T) {
 	l = open(true)
 	defer l.Close(ctx)
 	past := time.Now().Add(-2 * republishInterval(100*time.Millisecond))
-	if err := os.Chtimes(filepath.Join(tl.dir, tilesDir, layout.CheckpointPath), past, past); err != nil {
+	if err := os.Chtimes(filepath.Join(tl.dir, datadir.Tiles, layout.CheckpointPath), past, past); err != nil {
 		t.Fatal(err)
 	}
 	published(l, "fail-open re-publication", func(raw []byte) bool { return !wg.Satisfied(raw) })

@@ -5,55 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/memtrail/memtrail/log/store"
 )
 
-// ErrStorageUnavailable is returned while the log cannot write to its data
-// directory: the disk is full, the directory or its file system was made
-// read-only, or a write failed with an I/O error. Submissions are refused,
-// and nothing is acknowledged that was not written; reads, lookups and
-// proofs go on. The log probes the directory and accepts submissions again
-// once it is writable.
-var ErrStorageUnavailable = errors.New("the log cannot write to its data directory")
-
-// storageErrnos are the write failures that mean the storage, not the
-// submission, is at fault.
-var storageErrnos = []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG, syscall.EROFS, syscall.EACCES, syscall.EPERM, syscall.EIO}
-
-// sqliteStorageErrors are SQLite's texts for the same failures
-// (SQLITE_FULL, SQLITE_READONLY, SQLITE_IOERR).
-var sqliteStorageErrors = []string{"database or disk is full", "attempt to write a readonly database", "disk I/O error"}
-
-// isStorageError reports whether err is one of storageErrnos or of
-// sqliteStorageErrors. Tessera formats some of its errors with %v, which
-// drops the errno but keeps its text, so the text is matched too.
-func isStorageError(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	for _, e := range storageErrnos {
-		if errors.Is(err, e) || strings.Contains(msg, e.Error()) {
-			return true
-		}
-	}
-	for _, m := range sqliteStorageErrors {
-		if strings.Contains(msg, m) {
-			return true
-		}
-	}
-	return false
-}
-
 // Probe intervals: while the storage is healthy a small probe runs now and
-// then to notice a directory made read-only before a sequencing batch
-// trips over it; while it is not, a larger probe runs often, to notice
-// that space was freed.
+// then to notice storage made read-only before a sequencing batch trips
+// over it; while it is not, a larger probe runs often, to notice that space
+// was freed.
 const (
 	probeHealthy  = time.Second
 	probeDegraded = 250 * time.Millisecond
@@ -62,25 +23,21 @@ const (
 	probeSize = 1 << 20
 )
 
-// errIndexGone is the probe's failure when the embedded index's file was
-// removed or replaced under the running log: its connections no longer
-// agree on one database, so submissions stop until a restart rebuilds the
-// index from the log.
-var errIndexGone = errors.New("the index file was removed or replaced while the log was running; restart memtrail serve to rebuild it from the log")
+// errLeaseLost is the refusal of submissions once the storage's lease is
+// lost: another writer may be appending.
+var errLeaseLost = errors.New("the log lost its lease on the storage; restart it once it is the only writer")
 
-// storageGuard keeps track of whether the data directory is writable.
+// storageGuard keeps track of whether the storage takes writes, as its
+// store.Health reads its failures.
 type storageGuard struct {
-	dirs    []string
+	health  store.Health // nil: no failure is the storage's
 	logger  *slog.Logger
 	metrics *Metrics
-	// indexPath is the embedded index's file and indexFile what it was at
-	// the start (nil with another Index).
-	indexPath string
-	indexFile os.FileInfo
 
 	mu    sync.Mutex
 	err   error // the failure that made the storage unavailable; nil when it is writable
 	since time.Time
+	lost  bool // the lease is lost: unavailable for good
 }
 
 // unavailable returns the refusal for submissions while the storage is
@@ -94,14 +51,22 @@ func (g *storageGuard) unavailable() error {
 	return fmt.Errorf("%w (since %s): %w", ErrStorageUnavailable, g.since.UTC().Format(time.RFC3339), g.err)
 }
 
+// isStorageFailure reports whether err is the storage's failure.
+func (g *storageGuard) isStorageFailure(err error) bool {
+	return err != nil && (errors.Is(err, ErrStorageUnavailable) || g.health != nil && g.health.Unavailable(err))
+}
+
 // failed examines a write failure. If it is a storage failure the log
 // stops accepting submissions until a probe succeeds, and the returned
 // error wraps ErrStorageUnavailable; otherwise err is returned as is.
 func (g *storageGuard) failed(err error) error {
-	if !isStorageError(err) {
+	if !g.isStorageFailure(err) {
 		return err
 	}
 	g.degrade(err)
+	if errors.Is(err, ErrStorageUnavailable) {
+		return err
+	}
 	return fmt.Errorf("%w: %w", ErrStorageUnavailable, err)
 }
 
@@ -116,10 +81,20 @@ func (g *storageGuard) degrade(err error) {
 	g.logger.Error("refusing submissions: the log cannot write to its data directory (free space, make it writable, or as the error says); reads go on", "error", err)
 }
 
+// leaseLost makes the storage unavailable for good.
+func (g *storageGuard) leaseLost() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.lost = true
+	g.err, g.since = errLeaseLost, time.Now()
+	g.metrics.storageWritable.Store(0)
+	g.logger.Error("refusing submissions: the log lost its lease on the storage, so another writer may be appending; reads go on")
+}
+
 func (g *storageGuard) recover() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.err == nil {
+	if g.err == nil || g.lost {
 		return
 	}
 	g.logger.Info("accepting submissions: the log can write to its data directory again", "unavailable_for", time.Since(g.since).Round(time.Millisecond))
@@ -127,36 +102,26 @@ func (g *storageGuard) recover() {
 	g.metrics.storageWritable.Store(1)
 }
 
-// probe checks that every directory of the log takes a new file of size
-// bytes. The file is not synced: space is reserved when it is written.
-func (g *storageGuard) probe(size int) error {
-	if g.indexFile != nil {
-		if fi, err := os.Stat(g.indexPath); err != nil || !os.SameFile(fi, g.indexFile) {
-			return fmt.Errorf("%s: %w", g.indexPath, errIndexGone)
-		}
+// probe asks the storage whether it takes a write of size bytes now.
+func (g *storageGuard) probe(ctx context.Context, size int) error {
+	if g.health == nil {
+		return nil
 	}
-	buf := make([]byte, size)
-	for _, dir := range g.dirs {
-		f, err := os.CreateTemp(dir, ".probe-*")
-		if err != nil {
-			return fmt.Errorf("couldn't create a file in %s: %w", dir, err)
-		}
-		_, werr := f.Write(buf)
-		cerr := f.Close()
-		rerr := os.Remove(f.Name())
-		if err := errors.Join(werr, cerr, rerr); err != nil {
-			return fmt.Errorf("couldn't write a file in %s: %w", dir, err)
-		}
-	}
-	return nil
+	return g.health.Probe(ctx, size)
 }
 
 // run probes the storage until ctx is done.
 func (g *storageGuard) run(ctx context.Context) {
+	if g.health == nil {
+		return
+	}
 	for {
 		g.mu.Lock()
-		degraded := g.err != nil
+		degraded, lost := g.err != nil, g.lost
 		g.mu.Unlock()
+		if lost {
+			return
+		}
 		wait, size := probeHealthy, 0
 		if degraded {
 			wait, size = probeDegraded, probeSize
@@ -166,10 +131,10 @@ func (g *storageGuard) run(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		switch err := g.probe(size); {
+		switch err := g.probe(ctx, size); {
 		case err == nil && degraded:
 			g.recover()
-		case err != nil && (isStorageError(err) || errors.Is(err, errIndexGone)):
+		case g.isStorageFailure(err):
 			g.degrade(err)
 		case err != nil:
 			g.logger.Warn("couldn't probe the data directory", "error", err)
@@ -177,14 +142,18 @@ func (g *storageGuard) run(ctx context.Context) {
 	}
 }
 
-// storageDirs returns the directories the log writes in.
-func storageDirs(cfg Config) []string {
-	dirs := []string{cfg.Dir, filepath.Join(cfg.Dir, tilesDir)}
-	if cfg.Manifests == nil {
-		dirs = append(dirs, filepath.Join(cfg.Dir, "manifests"))
+// watchLease refuses every submission once the lease is lost.
+func (l *Log) watchLease(ctx context.Context) {
+	if l.lease == nil {
+		return
 	}
-	if cfg.Checkpoints == nil {
-		dirs = append(dirs, filepath.Join(cfg.Dir, checkpointsDir))
+	lost := l.lease.Lost()
+	if lost == nil {
+		return
 	}
-	return dirs
+	select {
+	case <-ctx.Done():
+	case <-lost:
+		l.storage.leaseLost()
+	}
 }

@@ -1,44 +1,45 @@
 package log
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memtrail/memtrail/internal/gen"
+	"github.com/memtrail/memtrail/log/posixstore"
 )
 
-func TestIsStorageError(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{nil, false},
-		{fmt.Errorf("couldn't store manifest: %w", &os.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC}), true},
-		{fmt.Errorf("couldn't sequence entry: %w", &os.PathError{Op: "open", Path: "/x", Err: syscall.EROFS}), true},
-		// Tessera formats some errors with %v: the errno is gone, its text is not.
-		{fmt.Errorf("failed to create temp file: %v", &os.PathError{Op: "write", Path: "/x", Err: syscall.EFBIG}), true},
-		{fmt.Errorf("failed: %v", &os.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}), true},
-		{errors.New("couldn't index: database or disk is full (13)"), true},
-		{errors.New("couldn't index: attempt to write a readonly database (8)"), true},
-		{fmt.Errorf("entry 4: %w", ErrNotFound), false},
-		{fmt.Errorf("%w", ErrPushback), false},
-		{errors.New("entry bundle 3 is malformed"), false},
-	} {
-		if got := isStorageError(tc.err); got != tc.want {
-			t.Errorf("isStorageError(%v) = %v, want %v", tc.err, got, tc.want)
-		}
-	}
+// testHealth is a store.Health whose probe fails while fail is set.
+type testHealth struct {
+	mu   sync.Mutex
+	fail error
+}
+
+func (h *testHealth) Unavailable(err error) bool { return errors.Is(err, syscall.ENOSPC) }
+
+func (h *testHealth) Probe(ctx context.Context, size int) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fail
+}
+
+func (h *testHealth) set(err error) {
+	h.mu.Lock()
+	h.fail = err
+	h.mu.Unlock()
 }
 
 func TestStorageGuard(t *testing.T) {
-	dir := t.TempDir()
 	m := newMetrics()
-	g := &storageGuard{dirs: []string{dir}, logger: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: m}
+	g := &storageGuard{health: &testHealth{}, logger: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: m}
 	if err := g.unavailable(); err != nil {
 		t.Fatalf("a new guard is unavailable: %v", err)
 	}
@@ -56,62 +57,113 @@ func TestStorageGuard(t *testing.T) {
 	if !errors.Is(err, ErrStorageUnavailable) || !errors.Is(err, syscall.ENOSPC) || m.storageWritable.Load() != 0 {
 		t.Fatalf("after ENOSPC: unavailable %v, gauge %d", err, m.storageWritable.Load())
 	}
-	// The probe writes, and cleans up after itself.
-	if err := g.probe(probeSize); err != nil {
-		t.Fatalf("probe: %v", err)
-	}
-	if left, _ := filepath.Glob(filepath.Join(dir, ".probe-*")); len(left) != 0 {
-		t.Errorf("the probe left %v", left)
-	}
 	g.recover()
 	if err := g.unavailable(); err != nil || m.storageWritable.Load() != 1 {
 		t.Fatalf("after recover: unavailable %v, gauge %d", err, m.storageWritable.Load())
 	}
-	// A directory that cannot take a file fails the probe.
-	g.dirs = []string{filepath.Join(dir, "missing")}
-	if err := g.probe(0); err == nil {
-		t.Error("probe of a missing directory succeeded")
+	// An error that says it is the storage's is, whatever the health says.
+	if err := g.failed(fmt.Errorf("index: %w", ErrStorageUnavailable)); !errors.Is(err, ErrStorageUnavailable) || g.unavailable() == nil {
+		t.Fatalf("failed(ErrStorageUnavailable) = %v, unavailable %v", err, g.unavailable())
 	}
-}
-
-func TestStorageGuardIndexGone(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "index.db")
-	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fi, _ := os.Stat(path)
-	g := &storageGuard{dirs: []string{dir}, logger: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: newMetrics(), indexPath: path, indexFile: fi}
-	if err := g.probe(0); err != nil {
-		t.Fatalf("probe: %v", err)
-	}
-	held, err := os.Open(path) // as the index's connections hold it
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	os.Remove(path)
-	if err := g.probe(0); !errors.Is(err, errIndexGone) {
-		t.Fatalf("probe after the index was removed: %v", err)
-	}
-	os.WriteFile(path, []byte("x"), 0o600) // another file under the same name
-	if err := g.probe(0); !errors.Is(err, errIndexGone) {
-		t.Fatalf("probe after the index was replaced: %v", err)
+	// Without a health reading, nothing is the storage's.
+	g = &storageGuard{logger: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: newMetrics()}
+	if err := g.failed(full); err != full || g.unavailable() != nil {
+		t.Fatalf("without health: failed(ENOSPC) = %v, unavailable %v", err, g.unavailable())
 	}
 }
 
 // TestStorageGuardRecovers degrades a running guard and checks that its
-// probe brings it back.
+// probe brings it back, and that a probe that fails degrades it.
 func TestStorageGuardRecovers(t *testing.T) {
-	g := &storageGuard{dirs: []string{t.TempDir()}, logger: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: newMetrics()}
+	h := &testHealth{}
+	g := &storageGuard{health: h, logger: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: newMetrics()}
 	g.failed(&os.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC})
 	ctx := t.Context()
 	go g.run(ctx)
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s within 5s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("the guard did not recover", func() bool { return g.unavailable() == nil })
+	h.set(&os.PathError{Op: "open", Path: "/x", Err: syscall.ENOSPC})
+	waitFor("a failing probe did not degrade the guard", func() bool { return g.unavailable() != nil })
+	h.set(nil)
+	waitFor("the guard did not recover again", func() bool { return g.unavailable() == nil })
+}
+
+// TestStorageGuardEmbedded runs the guard on the embedded health of a
+// directory.
+func TestStorageGuardEmbedded(t *testing.T) {
+	g := &storageGuard{health: posixstore.NewHealth([]string{t.TempDir()}, ""), logger: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: newMetrics()}
+	if err := g.probe(context.Background(), probeSize); err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	g.failed(&os.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC})
+	go g.run(t.Context())
 	deadline := time.Now().Add(5 * time.Second)
 	for g.unavailable() != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("the guard did not recover within 5s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// testLease is a store.Lease that the test can take away.
+type testLease struct {
+	lost     chan struct{}
+	released atomic.Bool
+}
+
+func (l *testLease) Lost() <-chan struct{} { return l.lost }
+func (l *testLease) Release()              { l.released.Store(true) }
+
+// TestLeaseLost: once the storage's lease is lost the log refuses every
+// submission (another writer may be appending), for good; Close releases
+// the lease all the same.
+func TestLeaseLost(t *testing.T) {
+	skey, _, err := GenerateLogKey("memtrail.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := gen.NewSigners()
+	dir := t.TempDir()
+	parts := openStorage(t, dir)
+	parts.Lease.Release() // the directory's own lock, replaced by one that can be lost
+	lease := &testLease{lost: make(chan struct{})}
+	parts.Lease = lease
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	l, err := Open(context.Background(), Config{Storage: parts, SigningKey: skey, Trust: s.Trust(now.Add(-time.Hour)),
+		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &testLog{Log: l, t: t, dir: dir, skey: skey, s: s, now: now}
+	tl.mustSubmit(tl.projection("urn:p:held"))
+	close(lease.lost)
+	deadline := time.Now().Add(5 * time.Second)
+	for tl.storage.unavailable() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the log did not notice the lost lease within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := tl.Submit(context.Background(), tl.projection("urn:p:after")); !errors.Is(err, ErrStorageUnavailable) || !errors.Is(err, errLeaseLost) {
+		t.Fatalf("Submit after the lease was lost = %v, want ErrStorageUnavailable", err)
+	}
+	// A probe that succeeds does not bring it back.
+	time.Sleep(probeHealthy + 200*time.Millisecond)
+	if _, err := tl.Submit(context.Background(), tl.projection("urn:p:later")); !errors.Is(err, errLeaseLost) {
+		t.Errorf("Submit a probe later = %v, want the lease still lost", err)
+	}
+	tl.Close(context.Background())
+	if !lease.released.Load() {
+		t.Error("Close did not release the lease")
 	}
 }

@@ -11,13 +11,19 @@ import (
 // whether they were logged (ErrOutcomeUnknown). Their ids and lineage stay
 // held until the log settles the question.
 //
-// It always can, soon: a failed Add is never retried by the storage, so
-// once the call has returned an error the entry is in the tree already or
-// never will be. A tree size read after the failure therefore covers it.
-// When the index has applied every entry below that size, the entry is in
-// the index if and only if it was logged: found, it is a replay like any
-// other; not found, its id and lineage are released and it may be
-// submitted again.
+// It always can, on any driver, and only against the integrated tree. The
+// driver's contract (store.Driver) seals a failed Add's fate when its
+// future resolves: if the entry was sequenced at all, its index is below
+// the NextIndex read after that, and nothing sequences it later. So once
+// the integrated tree reaches that NextIndex, and the index has applied
+// every entry below it (the indexer applies integrated entries only), the
+// entry is in the index if and only if it was logged: found, it is a replay
+// like any other; not found, its id and lineage are released and it may be
+// submitted again. Neither what the failed Add returned nor the tree size
+// at the time of the failure settles anything: with a driver that
+// integrates after Add (Tessera's AWS driver), an entry sequenced by a
+// failed Add is integrated later, and an id released against a tree that
+// did not hold it yet could be logged twice.
 type unsettled struct {
 	mu   sync.Mutex
 	list []*unsettledEntry
@@ -26,7 +32,7 @@ type unsettled struct {
 type unsettledEntry struct {
 	key      claimKey
 	pe       *pendingEntry // nil for projection records
-	settleAt uint64        // a tree size read after the failure
+	settleAt uint64        // NextIndex read after the failure
 	sized    bool          // settleAt is valid
 }
 
@@ -63,7 +69,7 @@ func (l *Log) settleUnknowns(ctx context.Context) {
 	u.mu.Unlock()
 	if len(unsized) > 0 {
 		// Every entry in unsized failed before this read began.
-		size, err := l.reader.IntegratedSize(ctx)
+		size, err := l.reader.NextIndex(ctx)
 		if err != nil {
 			return
 		}
@@ -73,6 +79,7 @@ func (l *Log) settleUnknowns(ctx context.Context) {
 		}
 		u.mu.Unlock()
 	}
+	// The indexer's watermark never passes the integrated size.
 	wm := l.indexer.watermark()
 	u.mu.Lock()
 	var ready []*unsettledEntry

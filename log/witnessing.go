@@ -8,17 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/transparency-dev/tessera"
-	"github.com/transparency-dev/tessera/api/layout"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -232,50 +228,44 @@ func (l *Log) checkpointPublished(raw []byte, size uint64, isNew bool) {
 	}
 }
 
-// republishInterval is how long Tessera's POSIX driver lets the published
-// checkpoint of a tree that has not grown stand before it signs (and has
-// witnessed) the same tree again: Tessera's default, or the checkpoint
-// interval if that is longer (the driver requires it).
+// republishInterval is how long Tessera lets the published checkpoint of a
+// tree that has not grown stand before it signs (and has witnessed) the
+// same tree again: Tessera's default, or the checkpoint interval if that is
+// longer (the POSIX driver requires it).
 func republishInterval(checkpointInterval time.Duration) time.Duration {
 	return max(tessera.DefaultCheckpointRepublishInterval, checkpointInterval)
 }
 
-// rewitnessAtStart makes the first publication pass publish a witnessed
-// checkpoint when the one published lacks the quorum of Config.Witnesses:
-// the log was unwitnessed before, its witness policy changed, or it
-// published the last one under WitnessFailOpen. Tessera publishes again
-// only when the tree grows, or when the published checkpoint is older than
-// the republish interval, which its POSIX driver judges by the file's
-// modification time; so that time is set back past the interval. An idle
-// log then publishes a checkpoint of the same size, signed again and
-// cosigned under the policy, at its first checkpoint interval (a
-// tlog-checkpoint may be signed, and cosigned, any number of times), and
-// its proofs verify under the policy it publishes straight away, instead
-// of after its next entry. Without the quorum (the witnesses are down and
-// the log fails closed) nothing is published and the driver tries again
-// at every interval, as it does for a grown tree.
-func (l *Log) rewitnessAtStart() error {
-	path := filepath.Join(l.cfg.Dir, tilesDir, layout.CheckpointPath)
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil // a new log: its first checkpoint is witnessed as it is published
-	}
+// rewitnessAtStart reports whether the first publication pass must publish
+// a witnessed checkpoint (store.DriverOptions.Republish), given the
+// checkpoint published, raw, as read before the start (err is the read's
+// error): it must when that checkpoint lacks the quorum of
+// Config.Witnesses, because the log was unwitnessed before, its witness
+// policy changed, or it published the last one under WitnessFailOpen.
+// Tessera publishes again only when the tree grows, or when the published
+// checkpoint is older than the republish interval. An idle log then
+// publishes a checkpoint of the same size, signed again and cosigned under
+// the policy, at its first checkpoint interval (a tlog-checkpoint may be
+// signed, and cosigned, any number of times), and its proofs verify under
+// the policy it publishes straight away, instead of after its next entry.
+// Without the quorum (the witnesses are down and the log fails closed)
+// nothing is published and the driver tries again at every interval, as it
+// does for a grown tree.
+func (l *Log) rewitnessAtStart(raw []byte, err error) bool {
 	if err != nil {
-		return fmt.Errorf("couldn't read the published checkpoint: %w", err)
+		// A new log: its first checkpoint is witnessed as it is
+		// published. (An unreadable one is the driver's to report.)
+		return false
 	}
 	if l.cfg.Witnesses.Satisfied(raw) {
-		return nil
-	}
-	past := time.Now().Add(-republishInterval(l.cfg.CheckpointInterval) - l.cfg.CheckpointInterval)
-	if err := os.Chtimes(path, past, past); err != nil {
-		return fmt.Errorf("couldn't have the published checkpoint witnessed: %w", err)
+		return false
 	}
 	size := "unknown"
 	if lines := bytes.SplitN(raw, []byte("\n"), 3); len(lines) == 3 {
 		size = string(lines[1])
 	}
 	l.logger.Info("the published checkpoint lacks the witness quorum; the same tree is signed again and sent to the witnesses at the first checkpoint interval", "size", size)
-	return nil
+	return true
 }
 
 // MeetsQuorum reports whether the signed checkpoint cp carries the

@@ -12,6 +12,8 @@ import (
 
 	"github.com/memtrail/memtrail/internal/gen"
 	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/log/posixstore"
+	"github.com/memtrail/memtrail/log/store"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/transparency-dev/tessera"
@@ -102,7 +104,7 @@ func writeRaw(t testing.TB, dir string, key logKey, leaves [][]byte) {
 // putManifest stores a manifest where a memtrail log keeps it.
 func putManifest(t testing.TB, dir string, mf *receipts.Manifest) {
 	t.Helper()
-	ms, err := mlog.NewFileManifestStore(filepath.Join(dir, "manifests"))
+	ms, err := posixstore.NewFileManifestStore(filepath.Join(dir, "manifests"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func openRealLog(t testing.TB, dir string, key logKey, s *gen.Signers, trust *receipts.Trust) *realLog {
 	t.Helper()
 	l, err := mlog.Open(context.Background(), mlog.Config{
-		Dir: dir, SigningKey: key.skey, Trust: trust,
+		Storage: openStorage(t, dir), SigningKey: key.skey, Trust: trust,
 		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Logger: quiet,
 	})
 	if err != nil {
@@ -161,4 +163,14 @@ func (l *realLog) waitPublished(size uint64) {
 	if _, err := l.WaitPublished(ctx, size-1); err != nil {
 		l.t.Fatal(err)
 	}
+}
+
+// openStorage opens the embedded storage of the data directory dir.
+func openStorage(t testing.TB, dir string) store.Parts {
+	t.Helper()
+	p, err := posixstore.Open(context.Background(), posixstore.Config{Dir: dir})
+	if err != nil {
+		t.Fatalf("posixstore.Open(%s): %v", dir, err)
+	}
+	return p
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/memtrail/memtrail/api"
 	"github.com/memtrail/memtrail/internal/gen"
 	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/log/posixstore"
+	"github.com/memtrail/memtrail/log/store"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 )
@@ -65,7 +67,7 @@ func newCLILog(t *testing.T, interval, wait time.Duration, tr func(*receipts.Tru
 	if tr != nil {
 		tr(trust)
 	}
-	l, err := mlog.Open(context.Background(), mlog.Config{Dir: filepath.Join(dir, "data"), SigningKey: skey, Trust: trust,
+	l, err := mlog.Open(context.Background(), mlog.Config{Storage: openStorage(t, filepath.Join(dir, "data")), SigningKey: skey, Trust: trust,
 		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: interval, Logger: vtQuietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -671,7 +673,7 @@ func TestCLIFsckDamagedEntryBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := gen.Deterministic(9)
-	l, err := mlog.Open(context.Background(), mlog.Config{Dir: data, SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)),
+	l, err := mlog.Open(context.Background(), mlog.Config{Storage: openStorage(t, data), SigningKey: skey, Trust: s.Trust(time.Now().Add(-time.Hour)),
 		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Logger: vtQuietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -709,4 +711,14 @@ func TestCLIFsckDamagedEntryBundle(t *testing.T) {
 			t.Errorf("fsck (repair %v): exit %d\n%s%s", repair, code, out, errOut)
 		}
 	}
+}
+
+// openStorage opens the embedded storage of the data directory dir.
+func openStorage(t testing.TB, dir string) store.Parts {
+	t.Helper()
+	p, err := posixstore.Open(context.Background(), posixstore.Config{Dir: dir})
+	if err != nil {
+		t.Fatalf("posixstore.Open(%s): %v", dir, err)
+	}
+	return p
 }

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/log/posixstore"
+	"github.com/memtrail/memtrail/receipts"
 )
 
 const fsckUsage = `Usage: memtrail fsck [--data DIR] [--repair] [--vkey VKEY] [--json]
@@ -72,9 +76,24 @@ func runFsck(args []string) error {
 		fmt.Fprint(os.Stderr, "Usage: memtrail fsck [--data DIR] [--repair] [--vkey VKEY] [--json]\n")
 		return errUsage
 	}
+	vkey := *vkeyFlag
+	if vkey == "" {
+		vkey = dirVerifierKey(*dataFlag)
+	}
+	ctx := context.Background()
+	check, err := posixstore.OpenCheck(ctx, *dataFlag, *repairFlag)
+	if errors.Is(err, posixstore.ErrDirInUse) {
+		return withHint(err, "stop \"memtrail serve\" on this directory before running fsck")
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return withHint(err, "--data names the data directory of a log (the directory \"memtrail serve --data\" was given; memtrail-data by default)")
+	}
+	if err != nil {
+		return err
+	}
 	prog := newProgress(1)
-	rep, err := mlog.Fsck(context.Background(), *dataFlag, mlog.FsckOptions{
-		VerifierKey: *vkeyFlag,
+	rep, err := mlog.Fsck(ctx, check, mlog.FsckOptions{
+		VerifierKey: vkey,
 		Repair:      *repairFlag,
 		Progress: func(done, total uint64) {
 			if prog.tty {
@@ -83,12 +102,6 @@ func runFsck(args []string) error {
 		},
 	})
 	prog.done()
-	if errors.Is(err, mlog.ErrDirInUse) {
-		return withHint(err, "stop \"memtrail serve\" on this directory before running fsck")
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		return withHint(err, "--data names the data directory of a log (the directory \"memtrail serve --data\" was given; memtrail-data by default)")
-	}
 	if err != nil {
 		return err
 	}
@@ -148,4 +161,15 @@ func appendNew(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
+}
+
+// dirVerifierKey returns the verifier key of the log key in the data
+// directory dir (DIR/log.key), or "" when it cannot be read.
+func dirVerifierKey(dir string) string {
+	b, err := receipts.ReadSecretFile(filepath.Join(dir, "log.key"))
+	if err != nil {
+		return ""
+	}
+	vkey, _ := mlog.VerifierKey(string(bytes.TrimSpace(b)))
+	return vkey
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/memtrail/memtrail/internal/atomicfile"
-	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/log/posixstore"
 	"github.com/memtrail/memtrail/verifier"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -84,7 +84,7 @@ func planPolicy(dir, vkey string, next []byte, nextFrom string) (*policyChange, 
 // cosigners returns the number of signatures on the published checkpoint
 // of the log in dir that are not the log's own, 0 if it has none.
 func cosigners(dir, vkey string) int {
-	raw, err := mlog.PublishedCheckpoint(dir)
+	raw, err := posixstore.PublishedCheckpoint(dir)
 	if err != nil {
 		return 0
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/memtrail/memtrail/api"
 	"github.com/memtrail/memtrail/internal/gen"
 	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/log/posixstore"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -119,7 +120,9 @@ func cmdStartLog(ts *testscript.TestScript, neg bool, args []string) {
 	s, err := gen.NewSigners()
 	ts.Check(err)
 	trust := s.Trust(time.Now().UTC().Add(-time.Hour).Truncate(time.Second))
-	l, err := mlog.Open(context.Background(), mlog.Config{Dir: filepath.Join(dir, "data"), SigningKey: skey, Trust: trust,
+	parts, err := posixstore.Open(context.Background(), posixstore.Config{Dir: filepath.Join(dir, "data")})
+	ts.Check(err)
+	l, err := mlog.Open(context.Background(), mlog.Config{Storage: parts, SigningKey: skey, Trust: trust,
 		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: *interval, Logger: vtQuietLogger()})
 	ts.Check(err)
 	srv := httptest.NewServer(api.New(l, api.Config{WaitTimeout: *wait, Logger: vtQuietLogger()}).Handler())

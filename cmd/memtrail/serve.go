@@ -23,6 +23,7 @@ import (
 	"github.com/memtrail/memtrail/internal/atomicfile"
 	"github.com/memtrail/memtrail/internal/gen"
 	mlog "github.com/memtrail/memtrail/log"
+	"github.com/memtrail/memtrail/log/posixstore"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/transparency-dev/tessera"
@@ -204,8 +205,8 @@ func runServe(args []string) error {
 	}
 	// The directory's lock first: a second serve on a directory in use
 	// fails before it has written anything into it.
-	lock, err := mlog.LockDir(*dataFlag)
-	if errors.Is(err, mlog.ErrDirInUse) {
+	lock, err := posixstore.LockDir(*dataFlag)
+	if errors.Is(err, posixstore.ErrDirInUse) {
 		return withHint(err, "another memtrail process (serve, or fsck --repair) is using "+*dataFlag+": stop it first, or give this one its own --data")
 	}
 	if err != nil {
@@ -232,7 +233,6 @@ func runServe(args []string) error {
 	}
 
 	cfg := mlog.Config{
-		Dir:                    *dataFlag,
 		SigningKey:             skey,
 		Trust:                  trust,
 		BatchMaxSize:           *batchSizeFlag,
@@ -242,7 +242,6 @@ func runServe(args []string) error {
 		WitnessTimeout:         *witnessTimeoutFlag,
 		WitnessFailOpen:        *failOpenFlag,
 		Logger:                 logger,
-		Lock:                   lock,
 	}
 	policy := []byte("log " + vkey + "\nquorum none\n")
 	if *policyFlag != "" {
@@ -278,7 +277,13 @@ func runServe(args []string) error {
 	}
 
 	ctx := context.Background()
-	l, err := mlog.Open(ctx, cfg)
+	// The embedded storage: the data directory's files, with the lock
+	// taken above.
+	var l *mlog.Log
+	cfg.Storage, err = posixstore.Open(ctx, posixstore.Config{Lock: lock, Logger: logger})
+	if err == nil {
+		l, err = mlog.Open(ctx, cfg)
+	}
 	if errors.Is(err, mlog.ErrStorageUnavailable) {
 		return withHint(err, "memtrail serve writes to "+*dataFlag+": free some space on its file system, or make it writable again")
 	}

@@ -266,7 +266,7 @@ func newVTLogWithKey(t *testing.T, skey string) *vtLog {
 	}
 	s := gen.Deterministic(23)
 	tr := s.Trust(time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Second))
-	l, err := mlog.Open(context.Background(), mlog.Config{Dir: filepath.Join(dir, "data"), SigningKey: skey, Trust: tr,
+	l, err := mlog.Open(context.Background(), mlog.Config{Storage: openStorage(t, filepath.Join(dir, "data")), SigningKey: skey, Trust: tr,
 		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond, Logger: vtQuietLogger()})
 	if err != nil {
 		t.Fatal(err)

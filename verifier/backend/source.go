@@ -21,15 +21,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memtrail/memtrail/internal/datadir"
 	"github.com/memtrail/memtrail/receipts"
 	"github.com/memtrail/memtrail/verifier"
 	"github.com/transparency-dev/tessera/api/layout"
 	"github.com/transparency-dev/tessera/client"
 )
 
-// Dir reads a log from its data directory, as "memtrail serve" writes it:
-// the tlog-tiles resources under DIR/log (Tessera's POSIX layout) and the
-// manifests under DIR/manifests/<first two hex digits>/<64 hex digits>.json.
+// Dir reads a log from its data directory, as "memtrail serve" writes it
+// (internal/datadir): the tlog-tiles resources under DIR/log (Tessera's
+// POSIX layout) and the manifests under DIR/manifests.
 // Consistency proofs are built from the directory's own hash tiles.
 type Dir struct {
 	dir   string
@@ -41,7 +42,7 @@ var _ verifier.LogSource = (*Dir)(nil)
 // NewDir returns the source for the data directory dir, which must hold a
 // log/checkpoint.
 func NewDir(dir string) (*Dir, error) {
-	tiles := filepath.Join(dir, "log")
+	tiles := filepath.Join(dir, datadir.Tiles)
 	if _, err := os.Stat(filepath.Join(tiles, "checkpoint")); err != nil {
 		return nil, fmt.Errorf("%s is not a memtrail data directory (no log/checkpoint): %w", dir, err)
 	}
@@ -60,11 +61,11 @@ func (d *Dir) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byt
 
 // ReadManifest reads the manifest stored under root.
 func (d *Dir) ReadManifest(ctx context.Context, root string) ([]byte, error) {
-	if !receipts.IsDigest(root) {
+	p, ok := datadir.ManifestPath(filepath.Join(d.dir, datadir.Manifests), root)
+	if !ok {
 		return nil, fmt.Errorf("manifest root %q: %w", root, fs.ErrNotExist)
 	}
-	h := root[len("sha256:"):]
-	b, err := os.ReadFile(filepath.Join(d.dir, "manifests", h[:2], h+".json"))
+	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't read manifest %s: %w", root, err)
 	}

@@ -1,4 +1,4 @@
-package log
+package posixstore
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/memtrail/memtrail/internal/atomicfile"
+	"github.com/memtrail/memtrail/log/store"
 )
 
 // FileCheckpointArchive is the embedded CheckpointArchive: append-only
@@ -182,9 +183,9 @@ func (a *FileCheckpointArchive) Put(ctx context.Context, size uint64, signed []b
 // put is Put; without sync, the record is not synced (migrateCheckpoints
 // syncs everything once with syncAll).
 func (a *FileCheckpointArchive) put(size uint64, signed []byte, sync bool) error {
-	text, err := checkpointText(size, signed)
+	text, err := store.CheckpointText(size, signed)
 	if err == nil && len(signed) > maxArchivedCheckpoint {
-		err = fmt.Errorf("%w: over %d bytes", ErrCheckpointMalformed, maxArchivedCheckpoint)
+		err = fmt.Errorf("%w: over %d bytes", store.ErrCheckpointMalformed, maxArchivedCheckpoint)
 	}
 	if err != nil {
 		return fmt.Errorf("couldn't archive the checkpoint of size %d: %w", size, err)
@@ -216,8 +217,8 @@ func (a *FileCheckpointArchive) put(size uint64, signed []byte, sync bool) error
 			a.cur = seg
 			return nil
 		}
-		if oldText, err := checkpointText(size, old); err == nil && !bytes.Equal(oldText, text) {
-			return fmt.Errorf("couldn't archive the checkpoint of size %d: %w (%s)", size, ErrCheckpointConflict, path)
+		if oldText, err := store.CheckpointText(size, old); err == nil && !bytes.Equal(oldText, text) {
+			return fmt.Errorf("couldn't archive the checkpoint of size %d: %w (%s)", size, store.ErrCheckpointConflict, path)
 		}
 	}
 	rec := make([]byte, 0, len(signed)+maxRecordHeader+1)
@@ -264,7 +265,7 @@ func (a *FileCheckpointArchive) Get(ctx context.Context, size uint64) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("checkpoint of size %d: %w", size, ErrNotFound)
+	return nil, fmt.Errorf("checkpoint of size %d: %w", size, store.ErrNotFound)
 }
 
 func (a *FileCheckpointArchive) Latest(ctx context.Context) (uint64, []byte, error) {
@@ -284,7 +285,43 @@ func (a *FileCheckpointArchive) Latest(ctx context.Context) (uint64, []byte, err
 			return s, seg.last[s], nil
 		}
 	}
-	return 0, nil, fmt.Errorf("no checkpoint archived: %w", ErrNotFound)
+	return 0, nil, fmt.Errorf("no checkpoint archived: %w", store.ErrNotFound)
+}
+
+func (a *FileCheckpointArchive) Range(ctx context.Context, from, to uint64, fn func(size uint64, signed []byte) error) error {
+	if from >= to {
+		return nil
+	}
+	groups, err := a.groups()
+	if err != nil {
+		return err
+	}
+	var damage []error
+	for _, g := range groups {
+		if g < from/segmentSpan || g > (to-1)/segmentSpan {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		seg, err := a.readSegment(g)
+		if seg == nil {
+			return err
+		}
+		if err != nil {
+			damage = append(damage, err)
+		}
+		sizes := slices.Sorted(maps.Keys(seg.last))
+		for _, s := range sizes {
+			if s < from || s >= to {
+				continue
+			}
+			if err := fn(s, seg.last[s]); err != nil {
+				return err
+			}
+		}
+	}
+	return errors.Join(damage...)
 }
 
 // groups returns the segments of the archive, in increasing order; names

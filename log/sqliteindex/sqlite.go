@@ -1,8 +1,10 @@
-package log
+// Package sqliteindex is the embedded store.Index of a memtrail log, in a
+// SQLite database file beside the log's other files (DIR/index.db of a
+// data directory; see log/posixstore).
+package sqliteindex
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -11,11 +13,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memtrail/memtrail/log/store"
 	"github.com/memtrail/memtrail/receipts"
 	"modernc.org/sqlite"
 )
 
-// SQLiteIndex is the embedded Index: the lineage state in a SQLite database
+// SQLiteIndex is the embedded store.Index: the lineage state in a SQLite database
 // (modernc.org/sqlite, pure Go) in WAL mode, and the single-use ids in an id
 // table beside it (PATH-ids; see idTable). Ids are stored as the first 16
 // bytes of SHA-256(kind || 0x00 || id): a collision could only refuse a fresh
@@ -25,7 +28,9 @@ import (
 // re-applies them. Each of the two keeps its own watermark; the index's is
 // the lower, and Apply brings each up from its own, so after a crash between
 // the two writes nothing is applied twice. Lookups of ids may then see the
-// entries of the interrupted Apply, which are in the log.
+// entries of the interrupted Apply, which are in the log, as the store.Index
+// contract allows; the lineage tables and the watermark change in one
+// SQLite transaction.
 type SQLiteIndex struct {
 	db   *sql.DB
 	ids  *idTable
@@ -172,13 +177,8 @@ func (x *SQLiteIndex) syncLoop() {
 	}
 }
 
-func idHash(kind receipts.Kind, id string) []byte {
-	h := sha256.New()
-	h.Write([]byte(kind))
-	h.Write([]byte{0})
-	h.Write([]byte(id))
-	return h.Sum(nil)[:16]
-}
+// idHash is the key of an id in the id table, the one IDHashes lists.
+func idHash(kind receipts.Kind, id string) []byte { return store.IDHash(kind, id) }
 
 func (x *SQLiteIndex) Watermark(ctx context.Context) (uint64, error) {
 	w2, err := x.sqlWatermark(ctx)
@@ -200,11 +200,11 @@ func (x *SQLiteIndex) sqlWatermark(ctx context.Context) (uint64, error) {
 	return uint64(v), nil
 }
 
-func (x *SQLiteIndex) Apply(ctx context.Context, first uint64, entries []Entry) (err error) {
+func (x *SQLiteIndex) Apply(ctx context.Context, first uint64, entries []store.Entry) (err error) {
 	defer func() { x.dropReadOnly(err) }()
 	for i := range entries {
 		if entries[i].Index != first+uint64(i) {
-			return fmt.Errorf("entry %d carries index %d: %w", first+uint64(i), entries[i].Index, ErrOutOfOrder)
+			return fmt.Errorf("entry %d carries index %d: %w", first+uint64(i), entries[i].Index, store.ErrOutOfOrder)
 		}
 	}
 	w2, err := x.sqlWatermark(ctx)
@@ -213,7 +213,7 @@ func (x *SQLiteIndex) Apply(ctx context.Context, first uint64, entries []Entry) 
 	}
 	w1 := x.ids.getWatermark()
 	if min(w1, w2) != first {
-		return fmt.Errorf("apply from %d, watermark is %d: %w", first, min(w1, w2), ErrOutOfOrder)
+		return fmt.Errorf("apply from %d, watermark is %d: %w", first, min(w1, w2), store.ErrOutOfOrder)
 	}
 	end := first + uint64(len(entries))
 	// The ids first: an id already logged refuses the run before anything
@@ -297,7 +297,7 @@ func (x *SQLiteIndex) LookupID(ctx context.Context, kind receipts.Kind, id strin
 		return 0, fmt.Errorf("couldn't look up %s %q: %w", kind, id, err)
 	}
 	if !found {
-		return 0, fmt.Errorf("%s %q: %w", kind, id, ErrNotFound)
+		return 0, fmt.Errorf("%s %q: %w", kind, id, store.ErrNotFound)
 	}
 	return idx, nil
 }
@@ -308,8 +308,8 @@ const compactionColumns = `c.id, c.idx, c.root, c.item_count, c.supersedes, c.su
 	c.output, coalesce((SELECT t.id FROM tombstones t WHERE t.item = c.output), ''),
 	coalesce((SELECT t.idx FROM tombstones t WHERE t.item = c.output), 0)`
 
-func scanCompaction(row interface{ Scan(...any) error }) (*CompactionInfo, error) {
-	c := &CompactionInfo{}
+func scanCompaction(row interface{ Scan(...any) error }) (*store.CompactionInfo, error) {
+	c := &store.CompactionInfo{}
 	var idx, supAt, since, erasedAt int64
 	if err := row.Scan(&c.ID, &idx, &c.ManifestRoot, &c.ItemCount, &c.Supersedes, &c.SupersededBy, &supAt, &c.PurgedItems, &since,
 		&c.OutputHash, &c.ErasedBy, &erasedAt); err != nil {
@@ -319,10 +319,10 @@ func scanCompaction(row interface{ Scan(...any) error }) (*CompactionInfo, error
 	return c, nil
 }
 
-func (x *SQLiteIndex) Compaction(ctx context.Context, id string) (*CompactionInfo, error) {
+func (x *SQLiteIndex) Compaction(ctx context.Context, id string) (*store.CompactionInfo, error) {
 	c, err := scanCompaction(x.db.QueryRowContext(ctx, "SELECT "+compactionColumns+" FROM compactions c WHERE c.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("compaction %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("compaction %q: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("couldn't look up compaction %q: %w", id, err)
@@ -330,13 +330,13 @@ func (x *SQLiteIndex) Compaction(ctx context.Context, id string) (*CompactionInf
 	return c, nil
 }
 
-func (x *SQLiteIndex) CompactionsIncluding(ctx context.Context, item string) ([]*CompactionInfo, error) {
+func (x *SQLiteIndex) CompactionsIncluding(ctx context.Context, item string) ([]*store.CompactionInfo, error) {
 	rows, err := x.db.QueryContext(ctx, "SELECT "+compactionColumns+" FROM compaction_items i JOIN compactions c ON c.id = i.compaction WHERE i.item = ? ORDER BY c.idx", item)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't look up compactions of item %s: %w", item, err)
 	}
 	defer rows.Close()
-	var out []*CompactionInfo
+	var out []*store.CompactionInfo
 	for rows.Next() {
 		c, err := scanCompaction(rows)
 		if err != nil {
@@ -350,13 +350,13 @@ func (x *SQLiteIndex) CompactionsIncluding(ctx context.Context, item string) ([]
 	return out, nil
 }
 
-func (x *SQLiteIndex) CompactionsProducing(ctx context.Context, output string) ([]*CompactionInfo, error) {
+func (x *SQLiteIndex) CompactionsProducing(ctx context.Context, output string) ([]*store.CompactionInfo, error) {
 	rows, err := x.db.QueryContext(ctx, "SELECT "+compactionColumns+" FROM compactions c WHERE c.output = ? ORDER BY c.idx", output)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't look up compactions producing %s: %w", output, err)
 	}
 	defer rows.Close()
-	var out []*CompactionInfo
+	var out []*store.CompactionInfo
 	for rows.Next() {
 		c, err := scanCompaction(rows)
 		if err != nil {
@@ -370,12 +370,12 @@ func (x *SQLiteIndex) CompactionsProducing(ctx context.Context, output string) (
 	return out, nil
 }
 
-func (x *SQLiteIndex) Tombstone(ctx context.Context, item string) (*TombstoneInfo, error) {
-	t := &TombstoneInfo{Item: item}
+func (x *SQLiteIndex) Tombstone(ctx context.Context, item string) (*store.TombstoneInfo, error) {
+	t := &store.TombstoneInfo{Item: item}
 	var idx int64
 	err := x.db.QueryRowContext(ctx, "SELECT id, idx, purged_at FROM tombstones WHERE item = ?", item).Scan(&t.ID, &idx, &t.PurgedAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("tombstone of %s: %w", item, ErrNotFound)
+		return nil, fmt.Errorf("tombstone of %s: %w", item, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("couldn't look up tombstone of %s: %w", item, err)
@@ -384,8 +384,8 @@ func (x *SQLiteIndex) Tombstone(ctx context.Context, item string) (*TombstoneInf
 	return t, nil
 }
 
-func (x *SQLiteIndex) TombstonesOf(ctx context.Context, items []string) (map[string]*TombstoneInfo, error) {
-	out := map[string]*TombstoneInfo{}
+func (x *SQLiteIndex) TombstonesOf(ctx context.Context, items []string) (map[string]*store.TombstoneInfo, error) {
+	out := map[string]*store.TombstoneInfo{}
 	const chunk = 500
 	for start := 0; start < len(items); start += chunk {
 		part := items[start:min(start+chunk, len(items))]
@@ -405,7 +405,7 @@ func (x *SQLiteIndex) TombstonesOf(ctx context.Context, items []string) (map[str
 			return nil, fmt.Errorf("couldn't look up tombstones: %w", err)
 		}
 		for rows.Next() {
-			t := &TombstoneInfo{}
+			t := &store.TombstoneInfo{}
 			var idx int64
 			if err := rows.Scan(&t.Item, &t.ID, &idx, &t.PurgedAt); err != nil {
 				rows.Close()
@@ -427,7 +427,7 @@ func (x *SQLiteIndex) TombstonesOf(ctx context.Context, items []string) (map[str
 // compactions that include their items.
 const openObligationsFrom = ` FROM tombstones t JOIN compaction_items ci ON ci.item = t.item JOIN compactions c ON c.id = ci.compaction WHERE c.superseded_by = '' AND NOT EXISTS (SELECT 1 FROM tombstones e WHERE c.output != '' AND e.item = c.output)`
 
-func (x *SQLiteIndex) OpenObligations(ctx context.Context, limit int) ([]Obligation, int, error) {
+func (x *SQLiteIndex) OpenObligations(ctx context.Context, limit int) ([]store.Obligation, int, error) {
 	var total int
 	if err := x.db.QueryRowContext(ctx, "SELECT count(*)"+openObligationsFrom).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("couldn't count open obligations: %w", err)
@@ -437,9 +437,9 @@ func (x *SQLiteIndex) OpenObligations(ctx context.Context, limit int) ([]Obligat
 		return nil, 0, fmt.Errorf("couldn't look up open obligations: %w", err)
 	}
 	defer rows.Close()
-	var out []Obligation
+	var out []store.Obligation
 	for rows.Next() {
-		var o Obligation
+		var o store.Obligation
 		var ti, ci int64
 		if err := rows.Scan(&o.Item, &o.TombstoneID, &ti, &o.PurgedAt, &o.CompactionID, &ci); err != nil {
 			return nil, 0, fmt.Errorf("couldn't read open obligations: %w", err)
@@ -471,10 +471,10 @@ func (x *SQLiteIndex) Counts(ctx context.Context) (map[receipts.Kind]uint64, err
 	return out, rows.Err()
 }
 
-// legacyCheckpoints calls fn with every checkpoint an earlier memtrail
+// LegacyCheckpoints calls fn with every checkpoint an earlier memtrail
 // archived in the index (its checkpoints table), in increasing size, and
 // returns how many there were; 0 without the table.
-func (x *SQLiteIndex) legacyCheckpoints(ctx context.Context, fn func(size uint64, signed []byte) error) (int, error) {
+func (x *SQLiteIndex) LegacyCheckpoints(ctx context.Context, fn func(size uint64, signed []byte) error) (int, error) {
 	var name string
 	err := x.db.QueryRowContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'").Scan(&name)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -506,9 +506,9 @@ func (x *SQLiteIndex) legacyCheckpoints(ctx context.Context, fn func(size uint64
 	return n, nil
 }
 
-// dropLegacyCheckpoints removes the checkpoints table, once its rows are in
+// DropLegacyCheckpoints removes the checkpoints table, once its rows are in
 // the checkpoint archive.
-func (x *SQLiteIndex) dropLegacyCheckpoints(ctx context.Context) error {
+func (x *SQLiteIndex) DropLegacyCheckpoints(ctx context.Context) error {
 	if _, err := x.db.ExecContext(ctx, "DROP TABLE IF EXISTS checkpoints"); err != nil {
 		x.dropReadOnly(err)
 		return fmt.Errorf("couldn't remove the checkpoints from the index: %w", err)

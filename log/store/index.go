@@ -1,7 +1,8 @@
-package log
+package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 
 	"github.com/memtrail/memtrail/receipts"
@@ -89,12 +90,9 @@ type Obligation struct {
 	CompactionIndex uint64
 }
 
-// ErrNotFound is returned by index lookups that find nothing.
+// ErrNotFound is wrapped by the errors of lookups that find nothing, in
+// every part: the index, the manifest store and the checkpoint archive.
 var ErrNotFound = errors.New("not found")
-
-// ErrIndexAhead is returned when the index claims entries the log does not
-// have: the index is corrupt and must be rebuilt from the log.
-var ErrIndexAhead = errors.New("index is ahead of the log")
 
 // Index is the log's derived index: single-use ids and the lineage state of
 // compactions, items and tombstones. The log is the source of truth; an
@@ -103,15 +101,35 @@ var ErrIndexAhead = errors.New("index is ahead of the log")
 // re-derived: the checkpoints the log published are in its
 // CheckpointArchive.
 //
-// Contract, for every implementation:
+// Contract, for every implementation (TestIndex checks it):
 //
-//   - Apply is atomic: after a crash, either every entry of a call and the
-//     new watermark are visible, or none is. The watermark is always the
-//     number of log entries (from index 0) whose effects are visible.
-//   - Apply must be called with first == Watermark(); otherwise it returns
-//     an error wrapping ErrOutOfOrder and changes nothing.
+//   - The watermark is the number of log entries, from index 0, whose
+//     effects are all visible. Watermark never reports an entry whose
+//     effects are not all visible.
+//   - Apply must be called with first == Watermark() and entries carrying
+//     the indexes first, first+1, …; otherwise it returns an error wrapping
+//     ErrOutOfOrder and changes nothing.
+//   - Apply is atomic for the watermark and the lineage state: when it
+//     returns nil, every effect of the run is visible and the watermark is
+//     first+len(entries); when it returns an error, or is cut short by a
+//     crash, the watermark is unchanged and Compaction, CompactionsIncluding,
+//     CompactionsProducing, Tombstone, TombstonesOf, Counts and
+//     OpenObligations answer for the entries below it only.
+//   - LookupID answers for every id below the watermark. It may also find
+//     an id of a run whose Apply failed for a storage reason or was cut
+//     short by a crash, at that entry's index: such an entry was sequenced,
+//     so it is in the log, and the log applies it again (which must succeed
+//     and change nothing that is already right). A run that holds an id
+//     already indexed at another index is refused with an error before
+//     anything of it is visible: an id logged twice is damage, never
+//     indexed over.
+//   - Durability is not per Apply: after a crash, or a power loss that
+//     drops writes not yet synced, the watermark may be lower than the last
+//     Apply left it (never higher), and what is below it is intact. The log
+//     re-applies the rest from the log.
 //   - Lookups see every entry applied before they were called. Lookups may
-//     run concurrently with each other and with one Apply.
+//     run concurrently with each other and with one Apply; Apply and Reset
+//     are called by one goroutine at a time.
 //   - Lookups that find nothing return an error wrapping ErrNotFound.
 //   - Reset removes everything, leaving the watermark at 0.
 //   - Errors other than ErrNotFound and ErrOutOfOrder are storage failures.
@@ -121,6 +139,11 @@ var ErrIndexAhead = errors.New("index is ahead of the log")
 // compaction (if indexed) as superseded by it; a tombstone marks its item
 // purged, and erases the output of every compaction whose Output it names
 // (ErasedBy, whichever of the two was applied first).
+//
+// An implementation may also list the hashes of the ids it holds
+// (IDHashes(ctx, fn func(h []byte)) (uint64, error), calling fn with
+// IDHash of every id): the log then fills an in-memory filter from it at
+// start and skips the lookup for ids it has never seen.
 type Index interface {
 	Watermark(ctx context.Context) (uint64, error)
 	Apply(ctx context.Context, first uint64, entries []Entry) error
@@ -153,3 +176,15 @@ type Index interface {
 
 // ErrOutOfOrder is returned by Index.Apply when first is not the watermark.
 var ErrOutOfOrder = errors.New("entries applied out of order")
+
+// IDHash is the 16-byte hash an Index may key single-use ids by, and the
+// one IDHashes lists: the first 16 bytes of SHA-256(kind || 0x00 || id). A
+// collision could only refuse a fresh id as a replay, never let an id be
+// logged twice, and at 2^-64 for four billion ids it does not happen.
+func IDHash(kind receipts.Kind, id string) []byte {
+	h := sha256.New()
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	return h.Sum(nil)[:16]
+}

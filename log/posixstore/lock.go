@@ -1,4 +1,4 @@
-package log
+package posixstore
 
 import (
 	"errors"
@@ -6,50 +6,58 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/memtrail/memtrail/internal/datadir"
+	"github.com/memtrail/memtrail/log/store"
 )
 
-// lockName is the file in the data directory that one process at a time
-// holds an exclusive lock on: two logs writing one directory would assign
-// the same indexes twice.
-const lockName = "memtrail.lock"
+// ErrDirInUse is returned by LockDir, Open and OpenCheck (when repairing)
+// while another process has the data directory open. It matches
+// store.ErrLeaseHeld too.
+var ErrDirInUse error = dirInUse{}
 
-// ErrDirInUse is returned by Open, LockDir, and Fsck when repairing, while
-// another process has the data directory open.
-var ErrDirInUse = errors.New("the data directory is in use by another memtrail process")
+type dirInUse struct{}
+
+func (dirInUse) Error() string { return "the data directory is in use by another memtrail process" }
+
+func (dirInUse) Is(target error) bool { return target == store.ErrLeaseHeld }
 
 // A DirLock is one process's exclusive hold on a data directory (the
 // kernel's flock on DIR/memtrail.lock), so it goes with the process however
-// the process ends. Open takes one itself unless Config.Lock hands it one:
-// a caller that writes files of its own into the directory before the log
-// opens (memtrail serve writes the log key and the published policy)
-// takes the lock first with LockDir, so that a second process on the same
-// directory fails before it has changed anything.
+// the process ends: the store.Lease of the embedded storage, which two
+// processes must never write at once (they would assign the same indexes
+// twice). A caller that writes files of its own into the directory before
+// the log opens (memtrail serve writes the log key and the published
+// policy) takes the lock first with LockDir and hands it to OpenLocked, so
+// that a second process on the same directory fails before it has changed
+// anything.
 type DirLock struct {
 	dir string
 	f   *os.File
 }
 
+var _ store.Lease = (*DirLock)(nil)
+
 // LockDir takes the lock of the data directory dir, which must exist,
 // without waiting: while another process holds it, it fails with an error
-// wrapping ErrDirInUse. Release it with Release, or hand it to Open in
-// Config.Lock.
+// wrapping ErrDirInUse. Release it with Release, or hand it to OpenLocked.
 func LockDir(dir string) (*DirLock, error) {
 	l, err := lockDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("log: %w", err)
+		return nil, fmt.Errorf("posixstore: %w", err)
 	}
 	return l, nil
 }
 
 // lockDir takes the directory's lock without waiting.
 func lockDir(dir string) (*DirLock, error) {
-	path := filepath.Join(dir, lockName)
+	path := filepath.Join(dir, datadir.Lock)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
 		// A lock needs no write access; the directory's writability is
 		// checked, and reported, on its own.
 		if f, err = os.Open(path); err != nil {
-			return nil, fmt.Errorf("%w: couldn't open lock file: %w", ErrStorageUnavailable, err)
+			return nil, fmt.Errorf("%w: couldn't open lock file: %w", store.ErrStorageUnavailable, err)
 		}
 	}
 	if err != nil {
@@ -64,6 +72,10 @@ func lockDir(dir string) (*DirLock, error) {
 	}
 	return &DirLock{dir: dir, f: f}, nil
 }
+
+// Lost returns nil: the kernel holds the lock until Release or the end of
+// the process.
+func (d *DirLock) Lost() <-chan struct{} { return nil }
 
 // Release drops the lock. It is safe to call more than once, and on nil.
 func (d *DirLock) Release() {

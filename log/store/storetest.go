@@ -1,4 +1,4 @@
-package log
+package store
 
 import (
 	"context"
@@ -318,6 +318,47 @@ func TestCheckpointArchive(t *testing.T, open func(t *testing.T) CheckpointArchi
 		}
 		if s, got, err := a.Latest(ctx); err != nil || s != 2000000 || string(got) != string(cp(2000000, root, "A")) {
 			t.Errorf("Latest = %d %q %v, want 2000000", s, got, err)
+		}
+	})
+	t.Run("range", func(t *testing.T) {
+		a := open(t)
+		for _, s := range []uint64{2500, 0, 1000, 5, 999, 1001} {
+			if err := a.Put(ctx, s, cp(s, root, "A")); err != nil {
+				t.Fatalf("Put(%d) = %v", s, err)
+			}
+		}
+		collect := func(from, to uint64) []uint64 {
+			var got []uint64
+			err := a.Range(ctx, from, to, func(size uint64, signed []byte) error {
+				if string(signed) != string(cp(size, root, "A")) {
+					t.Errorf("Range gave %q for size %d", signed, size)
+				}
+				got = append(got, size)
+				return nil
+			})
+			if err != nil {
+				t.Errorf("Range(%d, %d) = %v", from, to, err)
+			}
+			return got
+		}
+		for _, tc := range []struct {
+			from, to uint64
+			want     string
+		}{
+			{0, 1001, "[0 5 999 1000]"},
+			{1000, 3000, "[1000 1001 2500]"},
+			{6, 999, "[]"},
+			{0, ^uint64(0), "[0 5 999 1000 1001 2500]"},
+			{7, 7, "[]"},
+		} {
+			if got := fmt.Sprint(collect(tc.from, tc.to)); got != tc.want {
+				t.Errorf("Range(%d, %d) gave sizes %s, want %s", tc.from, tc.to, got, tc.want)
+			}
+		}
+		stop := errors.New("stop")
+		n := 0
+		if err := a.Range(ctx, 0, 3000, func(uint64, []byte) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+			t.Errorf("Range with fn failing = %v after %d calls, want fn's error after 1", err, n)
 		}
 	})
 	t.Run("one checkpoint per size", func(t *testing.T) {
