@@ -22,6 +22,9 @@ func openPty(t *testing.T) (ctrl, tty *os.File) {
 	t.Helper()
 	ctrl, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
 	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no pseudo-terminals under CI: %v", err) // Linux CI has /dev/ptmx: the terminal tests must run
+		}
 		t.Skipf("no pseudo-terminals here: %v", err)
 	}
 	if err := unix.IoctlSetPointerInt(int(ctrl.Fd()), unix.TIOCSPTLCK, 0); err != nil {

@@ -64,7 +64,8 @@ var (
 	ErrUnsupportedVersion = refusal("unsupported_format_version", ClassSchema, "unsupported format_version")
 	// ErrUnsupportedAlgorithm: the COSE_Encrypt0 algorithm is not
 	// AES-256-GCM (3), or the COSE_Sign1 algorithm is not EdDSA (-8).
-	// ChaCha20/Poly1305 (24) is optional in the draft and not implemented.
+	// ChaCha20/Poly1305 (24), which the draft makes optional, is refused
+	// here by design: no producer or vector uses it (docs/profile.md §10).
 	ErrUnsupportedAlgorithm = refusal("unsupported_algorithm", ClassSchema, "unsupported COSE algorithm")
 	// ErrEnvelopeBinding: the AES-256-GCM tag does not verify with the
 	// envelope-aad rebuilt from the cleartext envelope: the DEK is wrong,
