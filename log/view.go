@@ -72,25 +72,7 @@ func (l *Log) CompactionsIncluding(ctx context.Context, item string) ([]*Compact
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range v.compactions {
-		if !slices.Contains(e.Items, item) || slices.ContainsFunc(cs, func(c *CompactionInfo) bool { return c.ID == e.ID }) {
-			continue
-		}
-		cs = append(cs, pendingInfo(e))
-	}
-	for _, c := range cs {
-		var items []string
-		for _, e := range v.compactions {
-			if e.ID == c.ID {
-				items = e.Items
-			}
-		}
-		if err := l.overlay(ctx, v, c, items); err != nil {
-			return nil, err
-		}
-	}
-	slices.SortFunc(cs, func(a, b *CompactionInfo) int { return cmp.Compare(a.Index, b.Index) })
-	return cs, nil
+	return l.withPending(ctx, v, cs, func(e Entry) bool { return slices.Contains(e.Items, item) })
 }
 
 // CompactionsProducing returns the compactions whose compacted output is
@@ -101,8 +83,15 @@ func (l *Log) CompactionsProducing(ctx context.Context, output string) ([]*Compa
 	if err != nil {
 		return nil, err
 	}
+	return l.withPending(ctx, v, cs, func(e Entry) bool { return e.Output == output })
+}
+
+// withPending adds to the indexed compactions cs the pending ones that
+// match and are not among them, overlays each with the pending lineage v,
+// and sorts them in log order.
+func (l *Log) withPending(ctx context.Context, v pendingView, cs []*CompactionInfo, match func(Entry) bool) ([]*CompactionInfo, error) {
 	for _, e := range v.compactions {
-		if e.Output != output || slices.ContainsFunc(cs, func(c *CompactionInfo) bool { return c.ID == e.ID }) {
+		if !match(e) || slices.ContainsFunc(cs, func(c *CompactionInfo) bool { return c.ID == e.ID }) {
 			continue
 		}
 		cs = append(cs, pendingInfo(e))
