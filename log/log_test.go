@@ -33,9 +33,15 @@ type testLog struct {
 
 func openTestLog(t *testing.T, dir, skey string, s *gen.Signers) *testLog {
 	t.Helper()
+	return openTestLogOn(t, dir, skey, s, openStorage(t, dir))
+}
+
+// openTestLogOn opens a test log on the storage parts given.
+func openTestLogOn(t *testing.T, dir, skey string, s *gen.Signers, parts store.Parts) *testLog {
+	t.Helper()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	l, err := Open(context.Background(), Config{
-		Storage:            openStorage(t, dir),
+		Storage:            parts,
 		SigningKey:         skey,
 		Trust:              s.Trust(now.Add(-time.Hour)),
 		BatchMaxAge:        5 * time.Millisecond,
@@ -48,12 +54,23 @@ func openTestLog(t *testing.T, dir, skey string, s *gen.Signers) *testLog {
 }
 
 func newTestLog(t *testing.T) *testLog {
+	return newTestLogWith(t, func(*store.Parts) {})
+}
+
+// newTestLogWith opens a fresh test log whose embedded storage parts adjust
+// may wrap first (a gated index, a driver that integrates late), closed when
+// the test ends.
+func newTestLogWith(t *testing.T, adjust func(*store.Parts)) *testLog {
+	t.Helper()
 	skey, _, err := GenerateLogKey("memtrail.test/log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, _ := gen.NewSigners()
-	tl := openTestLog(t, t.TempDir(), skey, s)
+	dir := t.TempDir()
+	parts := openStorage(t, dir)
+	adjust(&parts)
+	tl := openTestLogOn(t, dir, skey, s, parts)
 	t.Cleanup(func() { tl.Close(context.Background()) })
 	return tl
 }
@@ -607,23 +624,11 @@ func (g *gatedIndex) Apply(ctx context.Context, first uint64, entries []Entry) e
 func TestLineageLookupsSeeUnindexedEntries(t *testing.T) {
 	// An acknowledged lineage entry counts at once in lookups, though the
 	// index trails the log (or, on a full disk, stands still).
-	dir := t.TempDir()
-	skey, _, err := GenerateLogKey("memtrail.test/log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := gen.NewSigners()
-	parts := openStorage(t, dir)
-	gi := &gatedIndex{Index: parts.Index}
-	parts.Index = gi
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	l, err := Open(context.Background(), Config{Storage: parts, SigningKey: skey, Trust: s.Trust(now.Add(-time.Hour)),
-		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tl := &testLog{Log: l, t: t, dir: dir, skey: skey, s: s, now: now}
-	defer tl.Close(context.Background())
+	var gi *gatedIndex
+	tl := newTestLogWith(t, func(p *store.Parts) {
+		gi = &gatedIndex{Index: p.Index}
+		p.Index = gi
+	})
 	ctx := context.Background()
 	items := gen.Items("view", 3)
 	c1 := tl.mustSubmit(tl.compaction("urn:c:v1", items, "", nil))

@@ -3,32 +3,20 @@ package log
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/memtrail/memtrail/internal/gen"
+	"github.com/memtrail/memtrail/log/store"
 )
 
 // TestOpenObligationsSeeUnindexedEntries: an acknowledged tombstone opens
 // obligations, and an acknowledged supersession discharges them, at once in
 // Log.OpenObligations, though the index trails the log.
 func TestOpenObligationsSeeUnindexedEntries(t *testing.T) {
-	dir := t.TempDir()
-	skey, _, err := GenerateLogKey("memtrail.test/log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := gen.NewSigners()
-	parts := openStorage(t, dir)
-	gi := &gatedIndex{Index: parts.Index}
-	parts.Index = gi
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	l, err := Open(context.Background(), Config{Storage: parts, SigningKey: skey, Trust: s.Trust(now.Add(-time.Hour)),
-		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tl := &testLog{Log: l, t: t, dir: dir, skey: skey, s: s, now: now}
-	defer tl.Close(context.Background())
+	var gi *gatedIndex
+	tl := newTestLogWith(t, func(p *store.Parts) {
+		gi = &gatedIndex{Index: p.Index}
+		p.Index = gi
+	})
 	ctx := context.Background()
 	items := gen.Items("obligations", 3)
 	c1 := tl.mustSubmit(tl.compaction("urn:c:o1", items, "", nil))

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memtrail/memtrail/internal/gen"
 	"github.com/memtrail/memtrail/log/store"
 	"github.com/transparency-dev/tessera"
 )
@@ -91,23 +90,11 @@ func (r *lateReader) NextIndex(ctx context.Context) (uint64, error) {
 // moment (or against the index, which holds only integrated entries)
 // would release it, and the id would be logged twice.
 func TestUnknownOutcomeAgainstIntegratedTree(t *testing.T) {
-	skey, _, err := GenerateLogKey("memtrail.test/log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := gen.NewSigners()
-	dir := t.TempDir()
-	parts := openStorage(t, dir)
-	late := &lateDriver{Driver: parts.Driver}
-	parts.Driver = late
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	l, err := Open(context.Background(), Config{Storage: parts, SigningKey: skey, Trust: s.Trust(now.Add(-time.Hour)),
-		BatchMaxAge: 5 * time.Millisecond, CheckpointInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tl := &testLog{Log: l, t: t, dir: dir, skey: skey, s: s, now: now}
-	defer tl.Close(context.Background())
+	var late *lateDriver
+	tl := newTestLogWith(t, func(p *store.Parts) {
+		late = &lateDriver{Driver: p.Driver}
+		p.Driver = late
+	})
 	ctx := context.Background()
 	first := tl.mustSubmit(tl.projection("urn:p:before"))
 	tl.waitIndexed(first.Index + 1)
