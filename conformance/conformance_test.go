@@ -226,7 +226,11 @@ type interop struct {
 // verification material — source objects, fragments, digests, trust
 // snapshot age, native results, replay — need the §7 verifier and run in
 // verifier.TestInteropVectors.)
-func TestProjectionRecordInterop(t *testing.T) {
+// loadInterop reads the interop vector file and returns it with its
+// adapter pins, its verification time and the adapter's private key (its
+// seed is published with the file), checked against the pin.
+func loadInterop(t *testing.T) (interop, []*receipts.AdapterPin, time.Time, ed25519.PrivateKey) {
+	t.Helper()
 	var v interop
 	if err := json.Unmarshal(read(t, "emilia-amem/memory-projection-record.v1.vectors.json"), &v); err != nil {
 		t.Fatal(err)
@@ -239,12 +243,16 @@ func TestProjectionRecordInterop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The adapter key of the interop file: its seed is published with it.
 	seed := sha256.Sum256([]byte("apertomemory-emilia/v0/adapter"))
 	adapterKey := ed25519.NewKeyFromSeed(seed[:])
 	if !adapterKey.Public().(ed25519.PublicKey).Equal(pins[0].PublicKey) {
 		t.Fatal("the adapter seed does not give the pinned key")
 	}
+	return v, pins, now, adapterKey
+}
+
+func TestProjectionRecordInterop(t *testing.T) {
+	v, pins, now, adapterKey := loadInterop(t)
 	verify := func(raw []byte, pins []*receipts.AdapterPin) receipts.Code {
 		r, err := receipts.ParseProjectionRecord(raw)
 		if err == nil {

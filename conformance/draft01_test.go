@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -23,20 +22,7 @@ import (
 // and run in verifier.TestProjectionEncoding and
 // verifier.TestTrustIntervalBeforeCreatedAt.)
 func TestProjectionRecordDraft01(t *testing.T) {
-	var v interop
-	if err := json.Unmarshal(read(t, "emilia-amem/memory-projection-record.v1.vectors.json"), &v); err != nil {
-		t.Fatal(err)
-	}
-	pins, err := receipts.ParseAdapterPins(v.Pin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now, err := receipts.ParseTimestamp(v.Policy.VerificationTime)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seed := sha256.Sum256([]byte("apertomemory-emilia/v0/adapter"))
-	adapterKey := ed25519.NewKeyFromSeed(seed[:])
+	v, pins, now, adapterKey := loadInterop(t)
 	signed := func(f func(m map[string]any)) []byte {
 		m := decode(t, v.Projection.Record).(map[string]any)
 		f(m)
