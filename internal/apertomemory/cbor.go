@@ -217,67 +217,52 @@ func majorType(raw []byte) byte {
 	return raw[0] >> 5
 }
 
-// decodeBytes decodes raw as a byte string (major type 2 only: an array of
-// small integers must not pass for one).
+// decodeAs decodes raw as a T if its first item has the CBOR major type
+// given (so that, for example, an array of small integers never passes for
+// a byte string).
+func decodeAs[T any](dm cbor.DecMode, raw cbor.RawMessage, major byte) (T, bool) {
+	var v T
+	if majorType(raw) != major {
+		return v, false
+	}
+	if err := dm.Unmarshal(raw, &v); err != nil {
+		var zero T
+		return zero, false
+	}
+	return v, true
+}
+
+// decodeBytes decodes raw as a byte string (major type 2).
 func decodeBytes(dm cbor.DecMode, raw cbor.RawMessage) ([]byte, bool) {
-	if majorType(raw) != 2 {
-		return nil, false
-	}
-	var b []byte
-	if err := dm.Unmarshal(raw, &b); err != nil {
-		return nil, false
-	}
-	return b, true
+	return decodeAs[[]byte](dm, raw, 2)
 }
 
+// decodeText decodes raw as a text string (major type 3).
 func decodeText(dm cbor.DecMode, raw cbor.RawMessage) (string, bool) {
-	if majorType(raw) != 3 {
-		return "", false
-	}
-	var s string
-	if err := dm.Unmarshal(raw, &s); err != nil {
-		return "", false
-	}
-	return s, true
+	return decodeAs[string](dm, raw, 3)
 }
 
+// decodeUint decodes raw as an unsigned integer (major type 0).
 func decodeUint(dm cbor.DecMode, raw cbor.RawMessage) (uint64, bool) {
-	if majorType(raw) != 0 {
-		return 0, false
+	return decodeAs[uint64](dm, raw, 0)
+}
+
+// decodeMap decodes raw as a map (major type 5) with keys of type K; an
+// empty map is non-nil.
+func decodeMap[K comparable](dm cbor.DecMode, raw cbor.RawMessage) (map[K]cbor.RawMessage, bool) {
+	m, ok := decodeAs[map[K]cbor.RawMessage](dm, raw, 5)
+	if ok && m == nil {
+		m = map[K]cbor.RawMessage{}
 	}
-	var u uint64
-	if err := dm.Unmarshal(raw, &u); err != nil {
-		return 0, false
-	}
-	return u, true
+	return m, ok
 }
 
 // decodeUintMap decodes raw as a map with unsigned-integer keys.
 func decodeUintMap(dm cbor.DecMode, raw cbor.RawMessage) (map[uint64]cbor.RawMessage, bool) {
-	if majorType(raw) != 5 {
-		return nil, false
-	}
-	var m map[uint64]cbor.RawMessage
-	if err := dm.Unmarshal(raw, &m); err != nil {
-		return nil, false
-	}
-	if m == nil {
-		m = map[uint64]cbor.RawMessage{}
-	}
-	return m, true
+	return decodeMap[uint64](dm, raw)
 }
 
 // decodeIntMap decodes raw as a map with integer keys (COSE headers).
 func decodeIntMap(dm cbor.DecMode, raw cbor.RawMessage) (map[int64]cbor.RawMessage, bool) {
-	if majorType(raw) != 5 {
-		return nil, false
-	}
-	var m map[int64]cbor.RawMessage
-	if err := dm.Unmarshal(raw, &m); err != nil {
-		return nil, false
-	}
-	if m == nil {
-		m = map[int64]cbor.RawMessage{}
-	}
-	return m, true
+	return decodeMap[int64](dm, raw)
 }
