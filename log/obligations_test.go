@@ -61,3 +61,48 @@ func TestOpenObligationsSeeUnindexedEntries(t *testing.T) {
 	tl.waitIndexed(t1.Index + 2)
 	check("after indexing", o1b)
 }
+
+// afterReadIndex runs after once, on the first Compaction read of the index
+// that follows the moment it is set.
+type afterReadIndex struct {
+	*gatedIndex
+	after func()
+}
+
+func (x *afterReadIndex) Compaction(ctx context.Context, id string) (*CompactionInfo, error) {
+	c, err := x.gatedIndex.Compaction(ctx, id)
+	if f := x.after; f != nil {
+		x.after = nil
+		f()
+	}
+	return c, err
+}
+
+// TestCompactionReadWhileIndexing: a tombstone the index applies just after
+// a lookup read the compaction from it (so the read does not count it) is
+// still counted: the overlay judges what the read saw by the watermark it
+// was read at, not by asking the index again afterwards.
+func TestCompactionReadWhileIndexing(t *testing.T) {
+	var x *afterReadIndex
+	tl := newTestLogWith(t, func(p *store.Parts) {
+		x = &afterReadIndex{gatedIndex: &gatedIndex{Index: p.Index}}
+		p.Index = x
+	})
+	ctx := context.Background()
+	items := gen.Items("read-while-indexing", 2)
+	c := tl.mustSubmit(tl.compaction("urn:c:r", items, "", nil))
+	tl.waitIndexed(c.Index + 1)
+	x.gate.Lock() // the indexer stops before the tombstone
+	ts := tl.mustSubmit(tl.tombstone("urn:t:r", items[0].ItemDigest))
+	x.after = func() {
+		x.gate.Unlock()
+		tl.waitIndexed(ts.Index + 1)
+	}
+	info, err := tl.Compaction(ctx, "urn:c:r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.PurgedItems != 1 || info.State() != "awaiting_recompaction" {
+		t.Errorf("compaction read while its tombstone was indexed: %d purged, %s; want 1, awaiting_recompaction", info.PurgedItems, info.State())
+	}
+}

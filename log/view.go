@@ -44,7 +44,11 @@ func (l *Log) pendingLineage() pendingView {
 // Compaction returns the state of compaction id.
 func (l *Log) Compaction(ctx context.Context, id string) (*CompactionInfo, error) {
 	v := l.pendingLineage()
-	c, err := l.index.Compaction(ctx, id)
+	var c *CompactionInfo
+	w, err := l.readIndexed(ctx, func() (err error) {
+		c, err = l.index.Compaction(ctx, id)
+		return err
+	})
 	var items []string // known only for a pending compaction
 	if errors.Is(err, ErrNotFound) {
 		for _, e := range v.compactions {
@@ -58,7 +62,7 @@ func (l *Log) Compaction(ctx context.Context, id string) (*CompactionInfo, error
 	if err != nil {
 		return nil, err
 	}
-	if err := l.overlay(ctx, v, c, items); err != nil {
+	if err := l.overlay(ctx, v, c, items, w); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -68,28 +72,37 @@ func (l *Log) Compaction(ctx context.Context, id string) (*CompactionInfo, error
 // in log order.
 func (l *Log) CompactionsIncluding(ctx context.Context, item string) ([]*CompactionInfo, error) {
 	v := l.pendingLineage()
-	cs, err := l.index.CompactionsIncluding(ctx, item)
+	var cs []*CompactionInfo
+	w, err := l.readIndexed(ctx, func() (err error) {
+		cs, err = l.index.CompactionsIncluding(ctx, item)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return l.withPending(ctx, v, cs, func(e Entry) bool { return slices.Contains(e.Items, item) })
+	return l.withPending(ctx, v, w, cs, func(e Entry) bool { return slices.Contains(e.Items, item) })
 }
 
 // CompactionsProducing returns the compactions whose compacted output is
 // output, in log order.
 func (l *Log) CompactionsProducing(ctx context.Context, output string) ([]*CompactionInfo, error) {
 	v := l.pendingLineage()
-	cs, err := l.index.CompactionsProducing(ctx, output)
+	var cs []*CompactionInfo
+	w, err := l.readIndexed(ctx, func() (err error) {
+		cs, err = l.index.CompactionsProducing(ctx, output)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return l.withPending(ctx, v, cs, func(e Entry) bool { return e.Output == output })
+	return l.withPending(ctx, v, w, cs, func(e Entry) bool { return e.Output == output })
 }
 
 // withPending adds to the indexed compactions cs the pending ones that
 // match and are not among them, overlays each with the pending lineage v,
-// and sorts them in log order.
-func (l *Log) withPending(ctx context.Context, v pendingView, cs []*CompactionInfo, match func(Entry) bool) ([]*CompactionInfo, error) {
+// and sorts them in log order. The indexed ones were read at watermark w
+// (see readIndexed).
+func (l *Log) withPending(ctx context.Context, v pendingView, w uint64, cs []*CompactionInfo, match func(Entry) bool) ([]*CompactionInfo, error) {
 	for _, e := range v.compactions {
 		if !match(e) || slices.ContainsFunc(cs, func(c *CompactionInfo) bool { return c.ID == e.ID }) {
 			continue
@@ -103,7 +116,7 @@ func (l *Log) withPending(ctx context.Context, v pendingView, cs []*CompactionIn
 				items = e.Items
 			}
 		}
-		if err := l.overlay(ctx, v, c, items); err != nil {
+		if err := l.overlay(ctx, v, c, items, w); err != nil {
 			return nil, err
 		}
 	}
@@ -131,7 +144,7 @@ func (l *Log) Tombstone(ctx context.Context, item string) (*TombstoneInfo, error
 
 // overlay applies the pending supersessions and tombstones to c. items are
 // c's items when c itself is pending (nil when it is indexed).
-func (l *Log) overlay(ctx context.Context, v pendingView, c *CompactionInfo, items []string) error {
+func (l *Log) overlay(ctx context.Context, v pendingView, c *CompactionInfo, items []string, w uint64) error {
 	if c.SupersededBy == "" {
 		for _, e := range v.compactions {
 			if e.Supersedes == c.ID {
@@ -154,10 +167,8 @@ func (l *Log) overlay(ctx context.Context, v pendingView, c *CompactionInfo, ite
 		if !in {
 			continue
 		}
-		if _, err := l.index.Tombstone(ctx, t.Item); err == nil {
-			continue // indexed meanwhile, and counted already
-		} else if !errors.Is(err, ErrNotFound) {
-			return err
+		if t.Index < w {
+			continue // indexed before c was read, and counted in it
 		}
 		c.PurgedItems++
 		if c.PurgedSinceAt == 0 || t.Index < c.PurgedSinceAt {
@@ -208,7 +219,12 @@ func (l *Log) OpenObligations(ctx context.Context, limit int) ([]Obligation, int
 			}
 		}
 	}
-	obs, total, err := l.index.OpenObligations(ctx, limit+extra)
+	var obs []Obligation
+	var total int
+	w, err := l.readIndexed(ctx, func() (err error) {
+		obs, total, err = l.index.OpenObligations(ctx, limit+extra)
+		return err
+	})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -222,10 +238,8 @@ func (l *Log) OpenObligations(ctx context.Context, limit int) ([]Obligation, int
 	// Pending tombstones open obligations on the compactions, indexed or
 	// pending, that include their items.
 	for _, t := range v.tombstones {
-		if _, err := l.index.Tombstone(ctx, t.Item); err == nil {
-			continue // indexed meanwhile: the index listed it
-		} else if !errors.Is(err, ErrNotFound) {
-			return nil, 0, err
+		if t.Index < w {
+			continue // indexed before the index was read: it listed it
 		}
 		cs, err := l.CompactionsIncluding(ctx, t.Item)
 		if err != nil {
@@ -246,4 +260,31 @@ func (l *Log) OpenObligations(ctx context.Context, limit int) ([]Obligation, int
 		out = out[:limit]
 	}
 	return out, max(total, len(out)), nil
+}
+
+// readIndexed runs read, a read of the index, between two readings of the
+// index's watermark, until both agree, and returns that watermark: what
+// read saw is then the index of exactly the entries below it, so a pending
+// entry at or above it is not in what read saw, and one below it is. (The
+// index applies entries in log order and a pending entry leaves the pending
+// view only once applied.) After 100 reads that never agree, the watermark
+// before the last is returned: an entry applied during that read can then
+// be counted twice by an overlay.
+func (l *Log) readIndexed(ctx context.Context, read func() error) (uint64, error) {
+	for i := 0; ; i++ {
+		w1, err := l.index.Watermark(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if err := read(); err != nil {
+			return w1, err
+		}
+		w2, err := l.index.Watermark(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if w1 == w2 || i == 99 {
+			return w1, nil
+		}
+	}
 }
